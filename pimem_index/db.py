@@ -1,0 +1,44 @@
+"""One way to open SQLite: the module Datasette and sqlite-utils pick, WAL, a busy timeout."""
+
+from __future__ import annotations
+
+try:  # Datasette and sqlite-utils prefer pysqlite3 when it is installed; match them.
+    import pysqlite3.dbapi2 as sqlite3
+except ImportError:  # pragma: no cover - platforms without the wheel
+    import sqlite3  # type: ignore[no-redef]
+
+from .errors import UserError
+
+MIN_SQLITE = (3, 43, 0)
+BUSY_TIMEOUT_MS = 30_000
+
+OperationalError = sqlite3.OperationalError
+IntegrityError = sqlite3.IntegrityError
+DatabaseError = sqlite3.DatabaseError
+Connection = sqlite3.Connection
+
+
+def check_sqlite_version(version: tuple[int, ...] = sqlite3.sqlite_version_info) -> None:
+    """Refuse a SQLite too old for contentless_delete, naming the fix."""
+    if tuple(version) < MIN_SQLITE:
+        have = ".".join(str(p) for p in version)
+        raise UserError(
+            f"SQLite {have} is too old: pimem needs 3.43 or newer "
+            "(run: pip install pysqlite3-binary)"
+        )
+
+
+def connect(path: str, *, readonly: bool = False) -> sqlite3.Connection:
+    """Open the index in autocommit mode with WAL and a busy timeout; callers BEGIN themselves."""
+    check_sqlite_version()
+    if readonly:
+        conn = sqlite3.connect(
+            f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+        )
+    else:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    if not readonly:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
