@@ -1,0 +1,281 @@
+/**
+ * memory_context: one Pi tool that searches and reads this machine's Pi session
+ * history through the datasette-pi-memory JSON API (`pimem serve`).
+ *
+ * Installed by `pimem pi install` as <agent folder>/extensions/memory_context.ts.
+ * It reads <agent folder>/pi-memory/pi-tool.json ({"url", "token"}) on every call,
+ * so re-running `pimem pi install` takes effect without restarting Pi.
+ *
+ * Deliberately registers no event handler: nothing is injected into prompts or
+ * context; the model sees history only when it calls the tool.
+ */
+import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
+import { StringEnum } from "@mariozechner/pi-ai";
+import { Type, type Static } from "typebox";
+import { readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+
+export const TOOL_NAME = "memory_context";
+
+// Rides every request to the model: keep it under 200 characters (a test holds it there).
+export const DESCRIPTION =
+	"Search and read past Pi sessions (this project by default): search finds entries, read returns an entry's full text by entryId, summaries lists compaction summaries.";
+
+const KINDS = ["user", "assistant", "tool_result", "bash", "custom", "compaction", "branch_summary"] as const;
+const SEARCH_LIMIT = 10;
+const TIMEOUT_MS = 60_000;
+
+const Parameters = Type.Object({
+	action: StringEnum(["search", "read", "summaries"] as const, { description: "search | read | summaries" }),
+	query: Type.Optional(Type.String({ description: "Search terms; omit for the most recent entries" })),
+	entryId: Type.Optional(Type.String({ description: "Entry id from a search result (read)" })),
+	sessionId: Type.Optional(Type.String({ description: "Session id: limits the search, or picks the entry when an id is ambiguous" })),
+	since: Type.Optional(Type.String({ description: "Only entries at or after this date, e.g. 2026-03-01" })),
+	until: Type.Optional(Type.String({ description: "Only entries before this date, e.g. 2026-03-31" })),
+	scope: Type.Optional(StringEnum(["session", "project", "global"] as const, { description: "Default project" })),
+	kind: Type.Optional(
+		Type.Union([Type.String(), Type.Array(Type.String())], { description: `Entry kind(s): ${KINDS.join(", ")}` }),
+	),
+	offset: Type.Optional(Type.Integer({ minimum: 0, description: "read: character offset (next_offset); search: skip results" })),
+});
+
+export type MemoryContextParams = Static<typeof Parameters>;
+
+interface ToolConfig {
+	url: string;
+	token: string;
+}
+
+/** `$PI_CODING_AGENT_DIR` with ~ expanded, else ~/.pi/agent: the rule Pi and pimem share. */
+export function agentDir(): string {
+	const value = process.env.PI_CODING_AGENT_DIR;
+	if (value) {
+		if (value === "~") return homedir();
+		if (value.startsWith("~/")) return join(homedir(), value.slice(2));
+		return value;
+	}
+	return join(homedir(), ".pi", "agent");
+}
+
+export function configPath(): string {
+	return join(agentDir(), "pi-memory", "pi-tool.json");
+}
+
+function loadConfig(): ToolConfig {
+	const path = configPath();
+	let raw: string;
+	try {
+		raw = readFileSync(path, "utf8");
+	} catch {
+		throw new Error(`memory_context is not set up: ${path} is missing. Fix: run: pimem pi install`);
+	}
+	let parsed: unknown;
+	try {
+		parsed = JSON.parse(raw);
+	} catch {
+		throw new Error(`memory_context config ${path} is not valid JSON. Fix: run: pimem pi install`);
+	}
+	const cfg = parsed as Partial<ToolConfig>;
+	if (!cfg || typeof cfg.url !== "string" || !cfg.url || typeof cfg.token !== "string" || !cfg.token) {
+		throw new Error(`memory_context config ${path} lacks "url" or "token". Fix: run: pimem pi install`);
+	}
+	return { url: cfg.url.replace(/\/+$/, ""), token: cfg.token };
+}
+
+/** Build the API query string from the tool's parameters and where Pi runs now. */
+export function buildQuery(params: MemoryContextParams, cwd: string, journal: string | undefined): URLSearchParams {
+	const q = new URLSearchParams();
+	const put = (key: string, value: string | number | undefined) => {
+		if (value === undefined || value === null || value === "") return;
+		q.append(key, String(value));
+	};
+	put("q", params.query?.trim());
+	put("scope", params.scope);
+	put("cwd", cwd);
+	put("session_id", params.sessionId?.trim());
+	put("id", params.entryId?.trim());
+	put("since", params.since?.trim());
+	put("until", params.until?.trim());
+	const kinds = params.kind === undefined ? [] : Array.isArray(params.kind) ? params.kind : params.kind.split(",");
+	for (const k of kinds) put("kind", k.trim());
+	if (params.action !== "read") put("limit", SEARCH_LIMIT);
+	put("offset", params.offset);
+	put("journal", journal);
+	return q;
+}
+
+// ---- formatting: compact text a model can act on -------------------------------------------
+
+type Json = Record<string, any>;
+
+function time(ts: unknown): string {
+	if (typeof ts !== "string" || !ts) return "?";
+	return ts.replace(/\.\d+(?=Z|[+-]\d\d:?\d\d$)/, "");
+}
+
+function kindLabel(e: Json): string {
+	const kind = typeof e.kind === "string" ? e.kind : "?";
+	return e.tool ? `${kind}(${e.tool})` : kind;
+}
+
+function oneLine(text: unknown): string {
+	return typeof text === "string" ? text.replace(/\s+/g, " ").trim() : "";
+}
+
+export function formatHits(data: Json): string {
+	const results: Json[] = Array.isArray(data.results) ? data.results : [];
+	const action = data.action === "summaries" ? "summaries" : "search";
+	const head: string[] = [];
+	head.push(`${action}: ${results.length} result${results.length === 1 ? "" : "s"}`);
+	if (data.scope) head.push(`scope ${data.scope}${data.root ? ` (${data.root})` : ""}`);
+	if (data.match) head.push(`match ${data.match}`);
+	const lines = [head.join(" · ")];
+	if (data.hint) lines.push(`hint: ${data.hint}`);
+	if (data.indexing && data.indexing.complete === false) {
+		const ix = data.indexing;
+		const count =
+			typeof ix.journals_indexed === "number" && typeof ix.journals_total === "number"
+				? ` (${ix.journals_indexed}/${ix.journals_total} journals indexed)`
+				: "";
+		lines.push(`note: ${ix.note || "indexing is still running; results may be incomplete"}${count}`);
+	}
+	results.forEach((hit, i) => {
+		lines.push(
+			`${i + 1}. id ${hit.id} | ${time(hit.timestamp)} | ${kindLabel(hit)} | session ${hit.session_id} | cwd ${hit.cwd ?? "?"}`,
+		);
+		const excerpt = oneLine(hit.excerpt ?? hit.summary);
+		if (excerpt) lines.push(`   ${excerpt}`);
+	});
+	if (results.length > 0) {
+		lines.push(`Full text: action "read" with entryId (and sessionId).`);
+	} else if (data.scope && data.scope !== "global") {
+		lines.push(`No hits in scope ${data.scope}; try other terms or a wider scope.`);
+	}
+	return lines.join("\n");
+}
+
+export function formatRead(data: Json, params: MemoryContextParams): string {
+	const id = params.entryId ?? "?";
+	switch (data.status) {
+		case "ok": {
+			const e: Json = data.entry ?? {};
+			const text = typeof data.text === "string" ? data.text : "";
+			const offset = typeof data.offset === "number" ? data.offset : 0;
+			const total = typeof data.total_chars === "number" ? data.total_chars : offset + text.length;
+			const lines = [
+				`entry ${e.id ?? id} | ${time(e.timestamp)} | ${kindLabel(e)} | session ${e.session_id} | cwd ${e.cwd ?? "?"}`,
+				`chars ${offset}-${offset + text.length} of ${total}`,
+				"",
+				text,
+			];
+			if (typeof data.next_offset === "number") {
+				lines.push("", `next_offset: ${data.next_offset} (more remains: read again with offset ${data.next_offset})`);
+			}
+			return lines.join("\n");
+		}
+		case "ambiguous": {
+			const cands: Json[] = Array.isArray(data.candidates) ? data.candidates : [];
+			const lines = [`entry id ${id} is ambiguous: ${cands.length} sessions have it. Read again with sessionId set to one of:`];
+			for (const c of cands) {
+				lines.push(`- session ${c.session_id} | ${time(c.timestamp)} | ${c.kind ?? "?"} | cwd ${c.cwd ?? "?"}`);
+			}
+			return lines.join("\n");
+		}
+		case "unavailable":
+			return `entry ${id} is unavailable: ${data.reason || "its journal changed or is gone"}. Search again for a current id.`;
+		case "not_found":
+			return `entry ${id} was not found${params.sessionId ? ` in session ${params.sessionId}` : ""} in this scope. Use an id from a search result, or pass sessionId/scope.`;
+		default:
+			return `unexpected read response: ${JSON.stringify(data).slice(0, 500)}`;
+	}
+}
+
+// ---- HTTP ----------------------------------------------------------------------------------
+
+function describeCause(err: unknown): string {
+	const e = err as { cause?: { code?: string; message?: string }; message?: string; name?: string };
+	return e?.cause?.code || e?.cause?.message || e?.message || String(err);
+}
+
+async function callApi(cfg: ToolConfig, action: string, query: URLSearchParams, signal: AbortSignal | undefined): Promise<Json> {
+	const url = `${cfg.url}/-/pi-memory/api/${action}?${query.toString()}`;
+	const timeout = AbortSignal.timeout(TIMEOUT_MS);
+	const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+	let res: Response;
+	try {
+		res = await fetch(url, {
+			headers: { Authorization: `Bearer ${cfg.token}`, Accept: "application/json" },
+			signal: combined,
+		});
+	} catch (err) {
+		if (signal?.aborted) throw new Error("memory_context: cancelled");
+		if (timeout.aborted) {
+			throw new Error(`memory_context: the pi-memory server at ${cfg.url} did not answer within ${TIMEOUT_MS / 1000}s. Fix: check it, or restart it (run: pimem serve)`);
+		}
+		throw new Error(
+			`memory_context: cannot reach the pi-memory server at ${cfg.url} (${describeCause(err)}). Fix: start it (run: pimem serve)`,
+		);
+	}
+	const body = await res.text();
+	let data: unknown = undefined;
+	try {
+		data = body ? JSON.parse(body) : undefined;
+	} catch {
+		data = undefined;
+	}
+	if (res.status === 401 || res.status === 403) {
+		throw new Error(
+			`memory_context: the pi-memory server refused the token (HTTP ${res.status}). Fix: refresh it (run: pimem pi install)`,
+		);
+	}
+	const errorMessage = data && typeof data === "object" && typeof (data as Json).error === "string" ? (data as Json).error : undefined;
+	if (res.status === 400) {
+		throw new Error(`memory_context: ${errorMessage ?? (body.slice(0, 300) || "bad request")}`);
+	}
+	if (!res.ok) {
+		throw new Error(
+			`memory_context: the pi-memory server answered HTTP ${res.status}${errorMessage ? `: ${errorMessage}` : ""}. If it persists, restart it (run: pimem serve)`,
+		);
+	}
+	if (!data || typeof data !== "object") {
+		throw new Error(`memory_context: ${cfg.url} did not answer with JSON; is it pimem serve? (run: pimem serve)`);
+	}
+	return data as Json;
+}
+
+export async function runMemoryContext(
+	params: MemoryContextParams,
+	ctx: Pick<ExtensionContext, "cwd" | "sessionManager">,
+	signal?: AbortSignal,
+): Promise<{ content: { type: "text"; text: string }[]; details: Json }> {
+	const action = params.action;
+	if (action !== "search" && action !== "read" && action !== "summaries") {
+		throw new Error(`memory_context: action must be search, read or summaries, e.g. {"action": "search", "query": "login bug"}`);
+	}
+	if (action === "read" && !params.entryId?.trim()) {
+		throw new Error(`memory_context: read needs entryId, e.g. {"action": "read", "entryId": "a1b2c3d4"} (ids come from search)`);
+	}
+	const cfg = loadConfig();
+	let journal: string | undefined;
+	try {
+		journal = ctx.sessionManager.getSessionFile();
+	} catch {
+		journal = undefined;
+	}
+	const data = await callApi(cfg, action, buildQuery(params, ctx.cwd, journal), signal);
+	const text = action === "read" ? formatRead(data, params) : formatHits(data);
+	return { content: [{ type: "text", text }], details: data };
+}
+
+export default function memoryContextExtension(pi: ExtensionAPI): void {
+	pi.registerTool({
+		name: TOOL_NAME,
+		label: "Memory",
+		description: DESCRIPTION,
+		parameters: Parameters,
+		async execute(_toolCallId, params, signal, _onUpdate, ctx) {
+			return runMemoryContext(params, ctx, signal);
+		},
+	});
+}

@@ -1,0 +1,94 @@
+"""Install and remove the `memory_context` Pi extension and the 0600 file it reads (URL, token).
+
+Pi auto-discovers `<agent folder>/extensions/*.ts` and `<agent folder>/extensions/*/index.ts`;
+the tool is installed as the single file `extensions/memory_context.ts`. Its config lives in
+`<agent folder>/pi-memory/pi-tool.json` (folder 0700, file 0600) and is read on every call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+EXTENSION_SOURCE = "memory_context.ts"
+EXTENSION_NAME = "memory_context.ts"
+LEGACY_DIR_NAME = "pi-memory"  # extensions/pi-memory/index.ts: the subfolder layout Pi also loads
+CONFIG_NAME = "pi-tool.json"
+
+
+def extension_source() -> str:
+    """The extension's TypeScript source, shipped as package data."""
+    return resources.files("pimem_index").joinpath("pi_extension", EXTENSION_SOURCE).read_text(encoding="utf-8")
+
+
+def extension_path(agent_dir: Path) -> Path:
+    return Path(agent_dir) / "extensions" / EXTENSION_NAME
+
+
+def config_path(agent_dir: Path) -> Path:
+    return Path(agent_dir) / "pi-memory" / CONFIG_NAME
+
+
+def _write_private(path: Path, data: str) -> None:
+    """Write atomically with mode 0600 from the first byte (never world-readable, not even briefly)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    os.chmod(path, 0o600)
+
+
+def install(agent_dir: Path, url: str, token: str) -> list[Path]:
+    """Copy the extension into the agent folder and write its config; returns the paths written."""
+    if not url or not url.startswith(("http://", "https://")):
+        raise ValueError(f"url must start with http:// or https://, e.g. http://127.0.0.1:8001 (got {url!r})")
+    if not token:
+        raise ValueError("token is empty: get one with `pimem token`")
+    agent_dir = Path(agent_dir)
+    ext = extension_path(agent_dir)
+    ext.parent.mkdir(parents=True, exist_ok=True)
+    source = extension_source()
+    tmp = ext.with_name(f".{ext.name}.tmp")
+    tmp.write_text(source, encoding="utf-8")
+    os.replace(tmp, ext)
+
+    cfg = config_path(agent_dir)
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(cfg.parent, 0o700)
+    payload = {"url": url.rstrip("/"), "token": token}
+    _write_private(cfg, json.dumps(payload, indent=2) + "\n")
+    return [ext, cfg]
+
+
+def uninstall(agent_dir: Path) -> list[Path]:
+    """Remove the extension (either layout) and its config; returns the paths removed."""
+    agent_dir = Path(agent_dir)
+    removed: list[Path] = []
+    candidates = [
+        extension_path(agent_dir),
+        agent_dir / "extensions" / LEGACY_DIR_NAME / "index.ts",
+        config_path(agent_dir),
+    ]
+    for path in candidates:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        removed.append(path)
+    legacy_dir = agent_dir / "extensions" / LEGACY_DIR_NAME
+    try:
+        legacy_dir.rmdir()  # only when empty: never remove what a user put there
+    except OSError:
+        pass
+    return removed
