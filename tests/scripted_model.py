@@ -26,11 +26,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import shutil
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Callable, Union
 
 MODEL_ID = "scripted-model"
@@ -299,3 +302,52 @@ def _completion(turn: Text | ToolCalls, body: dict) -> dict:
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": _usage(turn),
     }
+
+
+# -- locating the real Pi ------------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+EXTENSION_DIR = REPO / "pimem_index" / "pi_extension"
+PI_VERSION = "0.73.1"
+
+
+def find_pi() -> tuple[Path | None, str]:
+    """The real `pi` executable, and why not when it is absent.
+
+    Looked up in order: `$PIMEM_PI_BIN`; `node_modules/.bin/pi` under
+    pimem_index/pi_extension (installed by `npm ci` there) or the repository root; PATH.
+    """
+    if shutil.which("node") is None:
+        return None, "node is not installed (Pi needs Node 20+): install nodejs, then `npm ci --prefix pimem_index/pi_extension`"
+    env = os.environ.get("PIMEM_PI_BIN")
+    if env:
+        path = Path(os.path.expanduser(env))
+        if path.is_file():
+            return path, ""
+        return None, f"PIMEM_PI_BIN={env} does not exist"
+    for base in (EXTENSION_DIR, REPO):
+        candidate = base / "node_modules" / ".bin" / "pi"
+        if candidate.exists():
+            return candidate, ""
+    found = shutil.which("pi")
+    if found:
+        return Path(found), ""
+    return None, (
+        f"the real Pi is not installed: run `npm ci --prefix pimem_index/pi_extension` "
+        f"(installs @mariozechner/pi-coding-agent@{PI_VERSION}) or set PIMEM_PI_BIN"
+    )
+
+
+def pi_package_dir(pi_bin: Path) -> Path | None:
+    """The @mariozechner/pi-coding-agent package folder behind a `pi` executable."""
+    real = Path(os.path.realpath(pi_bin))
+    for parent in real.parents:
+        pkg = parent / "package.json"
+        if pkg.is_file():
+            try:
+                if json.loads(pkg.read_text()).get("name") == "@mariozechner/pi-coding-agent":
+                    return parent
+            except ValueError:
+                return None
+            return None
+    return None

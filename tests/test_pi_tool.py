@@ -1,0 +1,484 @@
+"""The memory_context Pi extension: its surface, its output, and its install/uninstall.
+
+The surface tests load the extension with Pi's own extension loader
+(`discoverAndLoadExtensions` from @mariozechner/pi-coding-agent) out of an agent folder
+written by `pi_tool.install`, so they prove both that Pi discovers the installed file
+and what it registers. The behaviour tests call the loaded tool's `execute` against a
+small HTTP stand-in that answers with the contract's JSON shapes (the real server is
+exercised in test_e2e_pi.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from pimem_index import pi_tool
+from scripted_model import EXTENSION_DIR, find_pi, pi_package_dir
+
+TS_SOURCE = EXTENSION_DIR / "memory_context.ts"
+FORBIDDEN_EVENTS = ["context", "before_agent_start", "before_provider_request", "agent_end", "turn_end"]
+PARAMETERS = {"action", "query", "entryId", "sessionId", "since", "until", "scope", "kind", "offset"}
+
+
+def _pi_package() -> Path:
+    pi_bin, why = find_pi()
+    if pi_bin is None:
+        pytest.skip(f"cannot load the extension with Pi's loader: {why}")
+    pkg = pi_package_dir(pi_bin)
+    if pkg is None:
+        pytest.skip(f"cannot find the @mariozechner/pi-coding-agent package behind {pi_bin}")
+    return pkg
+
+
+def _run_node(script: str, tmp_path: Path, payload: dict, env_extra: dict | None = None) -> dict:
+    path = tmp_path / "runner.mjs"
+    path.write_text(script)
+    env = dict(os.environ, **(env_extra or {}))
+    proc = subprocess.run(
+        ["node", str(path)],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, f"node failed ({proc.returncode}):\n{proc.stderr}\n{proc.stdout}"
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert lines, f"node printed no result:\n{proc.stdout}\n{proc.stderr}"
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+LOAD_SCRIPT = r"""
+import { pathToFileURL } from "node:url";
+import { join } from "node:path";
+import { readFileSync } from "node:fs";
+const input = JSON.parse(readFileSync(0, "utf8"));
+const pi = await import(pathToFileURL(join(input.pkg, "dist", "index.js")).href);
+const loaded = await pi.discoverAndLoadExtensions([], input.cwd, input.agentDir);
+const extensions = loaded.extensions.map((e) => ({
+  path: e.path,
+  handlers: [...e.handlers.keys()],
+  tools: [...e.tools.values()].map((t) => ({
+    name: t.definition.name,
+    description: t.definition.description,
+    parameters: t.definition.parameters,
+  })),
+  commands: [...e.commands.keys()],
+  flags: [...e.flags.keys()],
+  shortcuts: [...e.shortcuts.keys()],
+  messageRenderers: [...e.messageRenderers.keys()],
+}));
+console.log("RESULT " + JSON.stringify({ errors: loaded.errors, extensions }));
+"""
+
+EXEC_SCRIPT = r"""
+import { pathToFileURL } from "node:url";
+import { join } from "node:path";
+import { readFileSync } from "node:fs";
+const input = JSON.parse(readFileSync(0, "utf8"));
+const pi = await import(pathToFileURL(join(input.pkg, "dist", "index.js")).href);
+const loaded = await pi.discoverAndLoadExtensions([], input.cwd, input.agentDir);
+if (loaded.errors.length) throw new Error(JSON.stringify(loaded.errors));
+const tool = loaded.extensions.flatMap((e) => [...e.tools.values()]).find((t) => t.definition.name === "memory_context");
+const out = [];
+for (const call of input.calls) {
+  const ctx = { cwd: input.cwd, sessionManager: { getSessionFile: () => call.journal ?? undefined } };
+  try {
+    const r = await tool.definition.execute("call_1", call.params, undefined, undefined, ctx);
+    out.push({ ok: true, text: r.content.map((c) => c.text).join(""), details: r.details });
+  } catch (err) {
+    out.push({ ok: false, error: err instanceof Error ? err.message : String(err) });
+  }
+}
+console.log("RESULT " + JSON.stringify(out));
+"""
+
+
+# ---- static checks (no node needed) -----------------------------------------------------
+
+
+def _description_from_source() -> str:
+    src = TS_SOURCE.read_text()
+    m = re.search(r"export const DESCRIPTION\s*=\s*\"((?:[^\"\\]|\\.)*)\"", src)
+    assert m, "DESCRIPTION constant not found in memory_context.ts"
+    return json.loads(f'"{m.group(1)}"')
+
+
+def test_description_under_200_chars_in_source():
+    desc = _description_from_source()
+    assert 0 < len(desc) < 200, f"{len(desc)} chars: {desc!r}"
+
+
+def test_source_subscribes_to_no_event():
+    src = TS_SOURCE.read_text()
+    assert not re.search(r"\bpi\s*\.\s*on\s*\(", src), "the extension must not subscribe to events"
+    assert len(re.findall(r"\bregisterTool\s*\(", src)) == 1
+
+
+# ---- the real Pi loader -----------------------------------------------------------------
+
+
+@pytest.fixture
+def installed(tmp_path):
+    agent = tmp_path / "agent"
+    project = tmp_path / "project"
+    project.mkdir()
+    pi_tool.install(agent, "http://127.0.0.1:9", "tok-test")
+    return agent, project
+
+
+def test_pi_loads_installed_extension_one_tool_no_handlers(installed, tmp_path):
+    pkg = _pi_package()
+    agent, project = installed
+    # A control extension proves the inspection can see subscriptions at all.
+    (agent / "extensions" / "control.ts").write_text(
+        'export default function (pi: any) { pi.on("context", async () => undefined); }\n'
+    )
+    res = _run_node(LOAD_SCRIPT, tmp_path, {"pkg": str(pkg), "cwd": str(project), "agentDir": str(agent)})
+    assert res["errors"] == []
+    by_name = {Path(e["path"]).name: e for e in res["extensions"]}
+    assert set(by_name) == {"memory_context.ts", "control.ts"}
+    assert by_name["control.ts"]["handlers"] == ["context"], "the loader inspection must see handlers"
+
+    ext = by_name["memory_context.ts"]
+    for event in FORBIDDEN_EVENTS:
+        assert event not in ext["handlers"]
+    assert ext["handlers"] == []
+    assert [t["name"] for t in ext["tools"]] == ["memory_context"]
+    assert ext["commands"] == [] and ext["flags"] == [] and ext["shortcuts"] == []
+    assert ext["messageRenderers"] == []
+
+    tool = ext["tools"][0]
+    assert len(tool["description"]) < 200
+    assert tool["description"] == _description_from_source()
+    params = tool["parameters"]
+    assert set(params["properties"]) == PARAMETERS
+    assert params["required"] == ["action"]
+    assert params["properties"]["action"]["enum"] == ["search", "read", "summaries"]
+
+
+# ---- tool behaviour against a stand-in API -----------------------------------------------
+
+
+class _Api:
+    """Answers /-/pi-memory/api/* with canned contract JSON; records each request."""
+
+    def __init__(self):
+        self.requests: list[dict] = []
+        self.responses: dict[str, tuple[int, dict]] = {}
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                parts = urlsplit(self.path)
+                api.requests.append(
+                    {
+                        "path": parts.path,
+                        "query": parse_qs(parts.query),
+                        "authorization": self.headers.get("Authorization"),
+                    }
+                )
+                status, payload = api.responses.get(parts.path, (404, {"error": "no such route"}))
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def api():
+    a = _Api()
+    yield a
+    a.close()
+
+
+ENTRY = {
+    "id": "a1b2c3d4",
+    "session_id": "11111111-2222-3333-4444-555555555555",
+    "timestamp": "2026-03-15T22:40:31.060Z",
+    "kind": "tool_result",
+    "role": "toolResult",
+    "tool": "bash",
+    "cwd": "/home/u/proj",
+    "journal": "/home/u/.pi/agent/sessions/x.jsonl",
+}
+
+
+def _exec(tmp_path, agent, project, calls):
+    pkg = _pi_package()
+    return _run_node(
+        EXEC_SCRIPT,
+        tmp_path,
+        {"pkg": str(pkg), "cwd": str(project), "agentDir": str(agent), "calls": calls},
+        {"PI_CODING_AGENT_DIR": str(agent)},
+    )
+
+
+def test_search_sends_contract_parameters_and_formats_hits(tmp_path, api):
+    agent, project = tmp_path / "agent", tmp_path / "proj"
+    project.mkdir()
+    pi_tool.install(agent, api.url + "/", "tok-123")
+    api.responses["/-/pi-memory/api/search"] = (
+        200,
+        {
+            "action": "search",
+            "scope": "project",
+            "root": "/home/u/proj",
+            "match": "any",
+            "hint": "no entry has every term; showing entries with any of them",
+            "results": [{**ENTRY, "excerpt": "vault\ncodeword:   zorblax", "score": 1.5}],
+            "indexing": {
+                "complete": False,
+                "journals_indexed": 3,
+                "journals_total": 9,
+                "note": "indexing is still running: results may be incomplete",
+            },
+        },
+    )
+    journal = str(tmp_path / "current.jsonl")
+    [out] = _exec(
+        tmp_path,
+        agent,
+        project,
+        [
+            {
+                "params": {
+                    "action": "search",
+                    "query": "zorblax codeword",
+                    "kind": ["tool_result", "bash"],
+                    "since": "2026-03-01",
+                    "until": "2026-03-31",
+                    "sessionId": ENTRY["session_id"],
+                },
+                "journal": journal,
+            }
+        ],
+    )
+    assert out["ok"], out
+    [req] = api.requests
+    assert req["path"] == "/-/pi-memory/api/search"
+    assert req["authorization"] == "Bearer tok-123"
+    q = req["query"]
+    assert q["q"] == ["zorblax codeword"]
+    assert q["cwd"] == [str(project)]
+    assert q["journal"] == [journal]
+    assert q["kind"] == ["tool_result", "bash"]
+    assert q["since"] == ["2026-03-01"] and q["until"] == ["2026-03-31"]
+    assert q["session_id"] == [ENTRY["session_id"]]
+    assert "scope" not in q, "the default scope is the server's to choose"
+    text = out["text"]
+    assert "a1b2c3d4" in text and ENTRY["session_id"] in text and "/home/u/proj" in text
+    assert "tool_result(bash)" in text and "2026-03-15T22:40:31Z" in text
+    assert "vault codeword: zorblax" in text  # excerpt on one line
+    assert "hint: no entry has every term" in text
+    assert "indexing is still running" in text and "3/9" in text
+    assert out["details"]["results"][0]["id"] == "a1b2c3d4"
+
+
+def test_kind_as_string_and_summaries_route(tmp_path, api):
+    agent, project = tmp_path / "agent", tmp_path / "proj"
+    project.mkdir()
+    pi_tool.install(agent, api.url, "tok")
+    api.responses["/-/pi-memory/api/summaries"] = (
+        200,
+        {
+            "action": "summaries",
+            "scope": "project",
+            "root": "/p",
+            "match": "recent",
+            "results": [{**ENTRY, "kind": "compaction", "tool": None, "excerpt": "## Goal\nfix login"}],
+            "indexing": {"complete": True, "journals_indexed": 1, "journals_total": 1},
+        },
+    )
+    [out] = _exec(tmp_path, agent, project, [{"params": {"action": "summaries", "kind": "compaction", "scope": "session"}}])
+    assert out["ok"], out
+    q = api.requests[0]["query"]
+    assert api.requests[0]["path"] == "/-/pi-memory/api/summaries"
+    assert q["kind"] == ["compaction"] and q["scope"] == ["session"]
+    assert "journal" not in q  # no session file (pi --no-session): nothing sent
+    assert "summaries: 1 result" in out["text"] and "## Goal fix login" in out["text"]
+    assert "note:" not in out["text"]
+
+
+def test_read_ok_ambiguous_unavailable_not_found(tmp_path, api):
+    agent, project = tmp_path / "agent", tmp_path / "proj"
+    project.mkdir()
+    pi_tool.install(agent, api.url, "tok")
+    route = "/-/pi-memory/api/read"
+    page = "line one\nvault codeword: zorblax\n"
+    calls = []
+    api.responses[route] = (
+        200,
+        {"action": "read", "status": "ok", "entry": ENTRY, "text": page, "offset": 0, "next_offset": 16000, "total_chars": 40213},
+    )
+    [ok] = _exec(tmp_path, agent, project, [{"params": {"action": "read", "entryId": "a1b2c3d4", "offset": 0}}])
+    assert ok["ok"], ok
+    assert page in ok["text"], "a read returns the text verbatim"
+    assert "next_offset: 16000" in ok["text"] and "40213" in ok["text"]
+    q = api.requests[-1]["query"]
+    assert q["id"] == ["a1b2c3d4"] and q["offset"] == ["0"] and "limit" not in q
+
+    cands = [
+        {"session_id": "s-one", "timestamp": "2026-01-01T00:00:00.000Z", "kind": "user", "cwd": "/a"},
+        {"session_id": "s-two", "timestamp": "2026-02-01T00:00:00.000Z", "kind": "assistant", "cwd": "/b"},
+    ]
+    api.responses[route] = (200, {"action": "read", "status": "ambiguous", "candidates": cands})
+    calls.append({"params": {"action": "read", "entryId": "L3"}})
+    [amb] = _exec(tmp_path, agent, project, calls)
+    assert amb["ok"]
+    assert "ambiguous" in amb["text"] and "sessionId" in amb["text"]
+    for c in cands:
+        assert c["session_id"] in amb["text"] and c["cwd"] in amb["text"] and c["kind"] in amb["text"]
+
+    api.responses[route] = (200, {"action": "read", "status": "unavailable", "reason": "the journal changed"})
+    [una] = _exec(tmp_path, agent, project, [{"params": {"action": "read", "entryId": "a1b2c3d4"}}])
+    assert "unavailable" in una["text"] and "the journal changed" in una["text"]
+
+    api.responses[route] = (200, {"action": "read", "status": "not_found"})
+    [nf] = _exec(tmp_path, agent, project, [{"params": {"action": "read", "entryId": "ffffffff"}}])
+    assert "ffffffff" in nf["text"] and "not found" in nf["text"]
+    assert nf["details"] == {"action": "read", "status": "not_found"}
+
+    # read without an id is refused before any request
+    before = len(api.requests)
+    [bad] = _exec(tmp_path, agent, project, [{"params": {"action": "read"}}])
+    assert not bad["ok"] and "entryId" in bad["error"]
+    assert len(api.requests) == before
+
+
+def test_errors_name_the_fix(tmp_path, api):
+    agent, project = tmp_path / "agent", tmp_path / "proj"
+    project.mkdir()
+    route = "/-/pi-memory/api/search"
+
+    # extension installed but its config gone
+    pi_tool.install(agent, api.url, "tok")
+    (agent / "pi-memory" / "pi-tool.json").unlink()
+    [missing] = _exec(tmp_path, agent, project, [{"params": {"action": "search", "query": "x"}}])
+    assert not missing["ok"] and "pimem pi install" in missing["error"]
+    assert api.requests == []
+
+    pi_tool.install(agent, api.url, "tok")
+    api.responses[route] = (400, {"error": "since: cannot parse 'yesterdayish'; expected e.g. 2026-03-01"})
+    [bad] = _exec(tmp_path, agent, project, [{"params": {"action": "search", "since": "yesterdayish"}}])
+    assert not bad["ok"] and "cannot parse 'yesterdayish'" in bad["error"]
+
+    for status in (401, 403):
+        api.responses[route] = (status, {"error": "forbidden"})
+        [denied] = _exec(tmp_path, agent, project, [{"params": {"action": "search", "query": "x"}}])
+        assert not denied["ok"] and "pimem pi install" in denied["error"] and str(status) in denied["error"]
+
+    # server down: a port nothing listens on
+    api.close()
+    [down] = _exec(tmp_path, agent, project, [{"params": {"action": "search", "query": "x"}}])
+    assert not down["ok"] and "pimem serve" in down["error"] and api.url in down["error"]
+
+
+# ---- install / uninstall ----------------------------------------------------------------
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_install_writes_extension_and_private_config(tmp_path):
+    agent = tmp_path / "agent"
+    written = pi_tool.install(agent, "http://127.0.0.1:8001/", "tok-secret")
+    ext = agent / "extensions" / "memory_context.ts"
+    cfg = agent / "pi-memory" / "pi-tool.json"
+    assert written == [ext, cfg]
+    assert ext.read_text() == TS_SOURCE.read_text()
+    assert json.loads(cfg.read_text()) == {"url": "http://127.0.0.1:8001", "token": "tok-secret"}
+    assert _mode(cfg) == 0o600
+    assert _mode(cfg.parent) == 0o700
+    assert not [p for p in cfg.parent.iterdir() if p.name.startswith(".")], "no temporary files left"
+
+    # re-install refreshes the token and keeps the modes
+    pi_tool.install(agent, "http://127.0.0.1:8002", "tok-new")
+    assert json.loads(cfg.read_text())["token"] == "tok-new"
+    assert _mode(cfg) == 0o600 and _mode(cfg.parent) == 0o700
+
+
+def test_install_tightens_an_existing_memory_folder(tmp_path):
+    agent = tmp_path / "agent"
+    (agent / "pi-memory").mkdir(parents=True)
+    os.chmod(agent / "pi-memory", 0o755)
+    (agent / "pi-memory" / "pi-tool.json").write_text("{}")
+    os.chmod(agent / "pi-memory" / "pi-tool.json", 0o644)
+    pi_tool.install(agent, "http://127.0.0.1:8001", "t")
+    assert _mode(agent / "pi-memory") == 0o700
+    assert _mode(agent / "pi-memory" / "pi-tool.json") == 0o600
+
+
+def test_install_rejects_bad_url_or_token(tmp_path):
+    with pytest.raises(ValueError, match="http://"):
+        pi_tool.install(tmp_path, "127.0.0.1:8001", "t")
+    with pytest.raises(ValueError, match="pimem token"):
+        pi_tool.install(tmp_path, "http://127.0.0.1:8001", "")
+    assert not (tmp_path / "extensions").exists()
+
+
+def test_uninstall_removes_both_and_leaves_the_rest(tmp_path):
+    agent = tmp_path / "agent"
+    pi_tool.install(agent, "http://127.0.0.1:8001", "t")
+    legacy = agent / "extensions" / "pi-memory" / "index.ts"
+    legacy.parent.mkdir()
+    legacy.write_text("// older layout\n")
+    other = agent / "extensions" / "other.ts"
+    other.write_text("// someone else's\n")
+    index = agent / "pi-memory" / "history.sqlite"
+    index.write_bytes(b"")
+
+    removed = pi_tool.uninstall(agent)
+    assert set(removed) == {
+        agent / "extensions" / "memory_context.ts",
+        legacy,
+        agent / "pi-memory" / "pi-tool.json",
+    }
+    assert not (agent / "extensions" / "memory_context.ts").exists()
+    assert not (agent / "pi-memory" / "pi-tool.json").exists()
+    assert not legacy.parent.exists()
+    assert other.exists() and index.exists()
+    assert pi_tool.uninstall(agent) == []
+
+
+# ---- type check -------------------------------------------------------------------------
+
+
+def test_typescript_type_checks_against_pi_typings():
+    tsc = EXTENSION_DIR / "node_modules" / ".bin" / "tsc"
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed; cannot type-check the Pi extension")
+    if not tsc.exists():
+        pytest.skip("TypeScript not installed: run `npm ci --prefix pimem_index/pi_extension` to type-check")
+    if not (EXTENSION_DIR / "node_modules" / "@mariozechner" / "pi-coding-agent").is_dir():
+        pytest.skip("Pi typings not installed: run `npm ci --prefix pimem_index/pi_extension`")
+    proc = subprocess.run(
+        [str(tsc), "--noEmit", "-p", str(EXTENSION_DIR)], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
