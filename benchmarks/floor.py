@@ -1,0 +1,277 @@
+"""The floor: the bare cost of the FTS5 inserts a one-core indexer cannot avoid.
+
+    python benchmarks/floor.py CORPUS_DIR [--db PATH] [--json]
+
+Extracts the indexable text of every journal entry (with the project's own parser,
+``pimem_index.journal``, when it exists; a plain fallback otherwise) and inserts it into
+a bare ``fts5(text, content='', contentless_delete=1)`` table in large transactions.
+Only the inserts (and their commits) are timed; parsing is timed separately. The floor
+is reported as MB of journal per second of insert time: no indexer writing the same
+terms on one core can be faster than that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pimem_index import db  # noqa: E402
+
+MB = 1024 * 1024
+BATCH_CHARS = 16 * MB  # texts handed to one executemany
+COMMIT_CHARS = 128 * MB  # texts per transaction
+
+
+# --------------------------------------------------------------------------- extraction
+
+
+def _fallback_extractor():
+    """The simplest reading of the format, used only when pimem_index.journal is missing."""
+
+    def blocks(content) -> str:
+        if isinstance(content, str):
+            return content
+        if not isinstance(content, list):
+            return ""
+        out = []
+        for b in content:
+            if isinstance(b, dict):
+                if b.get("type") == "text":
+                    out.append(b.get("text") or "")
+                elif b.get("type") == "thinking" and not b.get("redacted"):
+                    out.append(b.get("thinking") or "")
+                elif b.get("type") == "toolCall":
+                    out.append(str(b.get("name") or ""))
+                    args = b.get("arguments")
+                    if isinstance(args, dict):
+                        out.extend(f"{k}: {v if isinstance(v, str) else orjson.dumps(v).decode()}" for k, v in args.items())
+        return "\n".join(out)
+
+    def extract(line: bytes, lineno: int) -> str | None:
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(obj, dict):
+            return None
+        t = obj.get("type")
+        if t == "message":
+            m = obj.get("message") or {}
+            role = m.get("role")
+            if role == "bashExecution":
+                return f"$ {m.get('command') or ''}\n{m.get('output') or ''}"
+            if role in ("user", "assistant", "toolResult", "custom", "hookMessage"):
+                return blocks(m.get("content"))
+            return None
+        if t in ("compaction", "branch_summary"):
+            return obj.get("summary") or ""
+        if t == "custom_message":
+            return blocks(obj.get("content"))
+        return None
+
+    return extract
+
+
+def get_extractor() -> tuple[str, object]:
+    """(name, extract(line_bytes, lineno) -> text or None)."""
+    try:
+        from pimem_index import journal  # type: ignore
+    except ImportError:
+        return "benchmarks/floor.py fallback", _fallback_extractor()
+    parse_line = journal.parse_line
+    Entry = journal.Entry
+    Malformed = getattr(journal, "Malformed", ValueError)
+
+    def extract(line: bytes, lineno: int) -> str | None:
+        try:
+            e = parse_line(line, lineno)
+        except Malformed:
+            return None
+        return e.text if isinstance(e, Entry) else None
+
+    return "pimem_index.journal.parse_line", extract
+
+
+def journals(corpus: Path) -> list[Path]:
+    return sorted(p for p in corpus.rglob("*.jsonl") if p.is_file())
+
+
+# --------------------------------------------------------------------------- the floor
+
+
+def measure(corpus: str | os.PathLike, db_path: str | None = None, optimize: bool = True,
+            tokenize: str | None = None, keep: bool = False) -> dict:
+    corpus = Path(corpus)
+    files = journals(corpus)
+    name, extract = get_extractor()
+    tmpdir = None
+    if db_path is None:
+        tmpdir = tempfile.mkdtemp(prefix="pimem-floor-", dir=os.environ.get("PIMEM_BENCH_TMP"))
+        db_path = os.path.join(tmpdir, "floor.sqlite")
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.unlink(db_path + suffix)
+        except FileNotFoundError:
+            pass
+    conn = db.connect(db_path)
+    tok = f", tokenize='{tokenize}'" if tokenize else ""
+    conn.execute(f"CREATE VIRTUAL TABLE fts USING fts5(text, content='', contentless_delete=1{tok})")
+
+    journal_bytes = 0
+    text_bytes = 0
+    text_chars = 0
+    entries = 0
+    extract_s = 0.0
+    insert_s = 0.0
+    rowid = 0
+    batch: list[tuple[int, str]] = []
+    batch_chars = 0
+    txn_chars = 0
+    in_txn = False
+    sql = "INSERT INTO fts(rowid, text) VALUES (?, ?)"
+
+    def flush(commit: bool) -> None:
+        nonlocal insert_s, batch, batch_chars, txn_chars, in_txn
+        t = time.perf_counter()
+        if batch:
+            if not in_txn:
+                conn.execute("BEGIN")
+                in_txn = True
+            conn.executemany(sql, batch)
+        if commit and in_txn:
+            conn.execute("COMMIT")
+            in_txn = False
+        insert_s += time.perf_counter() - t
+        txn_chars += batch_chars
+        batch = []
+        batch_chars = 0
+
+    for path in files:
+        t = time.perf_counter()
+        with open(path, "rb") as fh:
+            data = fh.read()
+        journal_bytes += len(data)
+        lineno = 0
+        for line in data.split(b"\n"):
+            lineno += 1
+            if not line:
+                continue
+            text = extract(line, lineno)
+            if text is None:
+                continue
+            rowid += 1
+            entries += 1
+            batch.append((rowid, text))
+            batch_chars += len(text)
+        del data
+        extract_s += time.perf_counter() - t
+        if batch_chars >= BATCH_CHARS:
+            text_chars += batch_chars
+            text_bytes += sum(len(x.encode()) for _, x in batch)
+            commit = txn_chars + batch_chars >= COMMIT_CHARS
+            flush(commit)
+            if commit:
+                txn_chars = 0
+    text_chars += batch_chars
+    text_bytes += sum(len(x.encode()) for _, x in batch)
+    flush(True)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    size_before = _used_bytes(conn)
+    optimize_s = None
+    size_after = None
+    file_bytes = _db_bytes(db_path)
+    if optimize:
+        t = time.perf_counter()
+        conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
+        optimize_s = time.perf_counter() - t
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size_after = _used_bytes(conn)
+    file_bytes = _db_bytes(db_path)
+    conn.close()
+    if not keep:
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.unlink(db_path + suffix)
+            except FileNotFoundError:
+                pass
+        if tmpdir:
+            os.rmdir(tmpdir)
+    jmb = journal_bytes / MB
+    return {
+        "extractor": name,
+        "journals": len(files),
+        "journal_bytes": journal_bytes,
+        "entries": entries,
+        "text_bytes": text_bytes,
+        "text_chars": text_chars,
+        "text_share": round(text_bytes / journal_bytes, 4) if journal_bytes else None,
+        "extract_seconds": round(extract_s, 3),
+        "extract_mb_per_s": round(jmb / extract_s, 2) if extract_s else None,
+        "insert_seconds": round(insert_s, 3),
+        "floor_mb_per_s": round(jmb / insert_s, 2) if insert_s else None,
+        "text_mb_per_s": round(text_bytes / MB / insert_s, 2) if insert_s else None,
+        "optimize_seconds": round(optimize_s, 3) if optimize_s is not None else None,
+        "floor_with_optimize_mb_per_s": round(jmb / (insert_s + optimize_s), 2) if optimize_s else None,
+        "fts_bytes": size_before,
+        "fts_bytes_optimized": size_after,
+        "fts_file_bytes": file_bytes,
+        "fts_share": round((size_after or size_before) / journal_bytes, 4) if journal_bytes else None,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "sqlite_version": db.sqlite3.sqlite_version,
+    }
+
+
+def _used_bytes(conn) -> int:
+    """Bytes of pages in use (a file does not shrink when optimize frees pages)."""
+    page = conn.execute("PRAGMA page_size").fetchone()[0]
+    count = conn.execute("PRAGMA page_count").fetchone()[0]
+    free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+    return page * (count - free)
+
+
+def _db_bytes(path: str) -> int:
+    total = 0
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            total += os.path.getsize(path + suffix)
+        except FileNotFoundError:
+            pass
+    return total
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("corpus")
+    ap.add_argument("--db", default=None, help="where to build the bare FTS5 table (default: a temporary file)")
+    ap.add_argument("--no-optimize", action="store_true")
+    ap.add_argument("--tokenize", default=None, help="FTS5 tokenize= option (default: unicode61 defaults)")
+    ap.add_argument("--keep", action="store_true", help="keep the floor database")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    r = measure(args.corpus, args.db, optimize=not args.no_optimize, tokenize=args.tokenize, keep=args.keep)
+    if args.json:
+        print(orjson.dumps(r).decode())
+    else:
+        print(f"{r['journals']} journals, {r['journal_bytes'] / MB:.1f} MB; {r['entries']} entries; "
+              f"text {r['text_bytes'] / MB:.1f} MB ({r['text_share']:.0%} of journal bytes) via {r['extractor']}")
+        print(f"extract: {r['extract_seconds']:.2f} s = {r['extract_mb_per_s']} MB/s of journal")
+        print(f"FTS5 inserts: {r['insert_seconds']:.2f} s = {r['floor_mb_per_s']} MB/s of journal "
+              f"({r['text_mb_per_s']} MB/s of text)  <- the floor")
+        if r["optimize_seconds"] is not None:
+            print(f"optimize: {r['optimize_seconds']:.2f} s; with it {r['floor_with_optimize_mb_per_s']} MB/s; "
+                  f"FTS {r['fts_bytes'] / MB:.1f} MB -> {r['fts_bytes_optimized'] / MB:.1f} MB ({r['fts_share']:.1%} of journal)")
+        print(f"peak RSS {r['peak_rss_mb']} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
