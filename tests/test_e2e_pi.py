@@ -175,7 +175,7 @@ class Stack:
         self._wait_ready()
 
         if re.search(r"^\s{2}pi\s", help_text, re.M):
-            self.pimem("pi", "install", "--db", str(self.db), "--url", self.url)
+            self.pimem("pi", "install", "--url", self.url)
             cfg = json.loads((self.agent / "pi-memory" / "pi-tool.json").read_text())
             assert cfg["url"].rstrip("/") == self.url
             self.token = cfg["token"]
@@ -208,7 +208,7 @@ class Stack:
             time.sleep(0.3)
         pytest.fail(f"pimem serve did not answer on {self.url} within {SERVER_START_TIMEOUT}s ({last}):\n{_tail(self.server_log)}")
 
-    def wait_indexed(self, sessions: int, timeout: float = 30) -> None:
+    def wait_indexed(self, sessions: int, timeout: float = 20) -> None:
         """Give the background indexer a moment to see new journals (the tool also passes its own)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
