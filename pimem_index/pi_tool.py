@@ -62,6 +62,7 @@ def install(agent_dir: Path, url: str, token: str) -> list[Path]:
     tmp = ext.with_name(f".{ext.name}.tmp")
     tmp.write_text(source, encoding="utf-8")
     os.replace(tmp, ext)
+    _remove_subfolder_layout(agent_dir)  # two copies would register the tool twice
 
     cfg = config_path(agent_dir)
     cfg.parent.mkdir(parents=True, exist_ok=True)
@@ -75,20 +76,26 @@ def uninstall(agent_dir: Path) -> list[Path]:
     """Remove the extension (either layout) and its config; returns the paths removed."""
     agent_dir = Path(agent_dir)
     removed: list[Path] = []
-    candidates = [
-        extension_path(agent_dir),
-        agent_dir / "extensions" / LEGACY_DIR_NAME / "index.ts",
-        config_path(agent_dir),
-    ]
-    for path in candidates:
+    for path in (extension_path(agent_dir), config_path(agent_dir)):
         try:
             path.unlink()
         except FileNotFoundError:
             continue
         removed.append(path)
-    legacy_dir = agent_dir / "extensions" / LEGACY_DIR_NAME
+    removed[1:1] = _remove_subfolder_layout(agent_dir)
+    return removed
+
+
+def _remove_subfolder_layout(agent_dir: Path) -> list[Path]:
+    """Remove extensions/pi-memory/index.ts (and the folder when that leaves it empty)."""
+    folder = Path(agent_dir) / "extensions" / LEGACY_DIR_NAME
+    index = folder / "index.ts"
     try:
-        legacy_dir.rmdir()  # only when empty: never remove what a user put there
+        index.unlink()
+    except FileNotFoundError:
+        return []
+    try:
+        folder.rmdir()  # only when empty: never remove what a user put there
     except OSError:
         pass
-    return removed
+    return [index]

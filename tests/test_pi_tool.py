@@ -435,6 +435,16 @@ def test_install_tightens_an_existing_memory_folder(tmp_path):
     assert _mode(agent / "pi-memory" / "pi-tool.json") == 0o600
 
 
+def test_install_replaces_the_subfolder_layout(tmp_path):
+    agent = tmp_path / "agent"
+    legacy = agent / "extensions" / "pi-memory" / "index.ts"
+    legacy.parent.mkdir(parents=True)
+    legacy.write_text("// an older copy\n")
+    pi_tool.install(agent, "http://127.0.0.1:8001", "t")
+    assert not legacy.exists() and not legacy.parent.exists()
+    assert (agent / "extensions" / "memory_context.ts").exists()
+
+
 def test_install_rejects_bad_url_or_token(tmp_path):
     with pytest.raises(ValueError, match="http://"):
         pi_tool.install(tmp_path, "127.0.0.1:8001", "t")
