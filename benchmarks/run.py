@@ -1,0 +1,939 @@
+"""The benchmark suite in one command.
+
+    python benchmarks/run.py                      # 500 MB corpus, every measurement
+    python benchmarks/run.py --quick              # 50 MB corpus, a smoke run
+    python benchmarks/run.py --sizes 250MB,500MB,1GB   # linearity: cold index MB/s per size
+
+Generates (or reuses) a corpus with benchmarks/corpus.py, then measures in one run:
+the bare-FTS5 floor (benchmarks/floor.py), the cold index (`pimem index`, in a child
+process: throughput, peak RSS, index size), correctness (planted needles found in their
+project and not outside it, planted secrets never search terms nor in a read), the time
+from appending an entry to it being searchable, in-process search and read latency, and,
+when `pimem serve` exists, API latency over HTTP, idle and during a cold backfill.
+Prints a table with the targets of issues 3, 4 and 8 and writes the figures as JSON
+(comparing with the previous JSON at the same path when there is one).
+
+Figures come from a shared 2-core machine: they are noisy; the ratios matter most.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import inspect
+import json
+import os
+import platform
+import random
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import traceback
+import urllib.parse
+import uuid
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+import corpus as corpus_mod  # noqa: E402
+
+MB = 1024 * 1024
+PY = sys.executable
+
+# name: (comparison, target, source, unit)
+TARGETS = {
+    "cold_index_mb_s": (">=", 23 * 1.7, "issue 8: >= 1.7 x the reference's 23 MB/s", "MB/s"),
+    "cold_vs_floor": (">=", 0.85, "issue 8: >= 0.85 of the bare-FTS5 floor", "x"),
+    "floor_mb_s": (None, None, "bare FTS5 inserts of the same text (one core)", "MB/s"),
+    "index_share": ("<=", 0.10, "issue 8: index <= 10% of journal bytes", "ratio"),
+    "peak_rss_mb": ("<=", 300, "issue 8: <= 300 MB whatever the corpus size", "MB"),
+    "fresh_ms_p50": ("<=", 50, "issue 8: appended entry searchable within 50 ms", "ms"),
+    "fresh_ms_max": ("<=", 50, "issue 8 (worst of the runs, small and large journals)", "ms"),
+    "search_p50_ms": ("<=", 10, "issue 3: project search p50 (with excerpts)", "ms"),
+    "search_p95_ms": ("<=", 50, "issue 3: project search p95", "ms"),
+    "read_p50_ms": ("<=", 5, "issue 3: read p50", "ms"),
+    "api_search_p50_ms": ("<=", 15, "issue 4: HTTP API search p50", "ms"),
+    "api_search_p95_ms": ("<=", 60, "issue 4: HTTP API search p95", "ms"),
+    "api_backfill_p95_ms": ("<=", 150, "issue 4: API p95 during a cold backfill", "ms"),
+    "needles_found": ("==", 1.0, "planted words found in their project", "ratio"),
+    "needles_leaked": ("==", 0, "planted words found from another project's scope", "count"),
+    "secret_terms": ("==", 0, "planted secrets that are search terms", "count"),
+    "secret_in_read": ("==", 0, "planted secrets shown by read/excerpts", "count"),
+    "linearity_spread": ("<=", 0.15, "issue 8: MB/s within 15% across sizes", "ratio"),
+}
+
+NOT_AVAILABLE = "not available yet"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    s = sorted(values)
+    k = (len(s) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1000, 2)
+
+
+def loadavg() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def dir_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*.jsonl") if p.is_file())
+
+
+def db_files_bytes(path: Path) -> int:
+    total = 0
+    for suffix in ("", "-wal", "-shm"):
+        p = Path(str(path) + suffix)
+        if p.exists():
+            total += p.stat().st_size
+    return total
+
+
+def remove_db(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(str(path) + suffix)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def child_env(agent_dir: Path) -> dict:
+    """Children see an empty agent folder, so ~/.pi/agent/sessions is never indexed."""
+    env = dict(os.environ)
+    env["PI_CODING_AGENT_DIR"] = str(agent_dir)
+    env.pop("PIMEM_SESSIONS_DIRS", None)
+    env.pop("PIMEM_DB", None)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _tree_rss_kb(pid: int) -> int:
+    """RSS of a process and its descendants, in kB (Linux /proc)."""
+    total = 0
+    stack = [pid]
+    seen = set()
+    while stack:
+        p = stack.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+                        break
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    stack.extend(int(x) for x in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def run_measured(cmd: list[str], env: dict, timeout: float) -> dict:
+    """Run a child; wall time, its peak RSS (wait4) and the peak RSS of its process tree (/proc)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(ROOT))
+    peak_tree = [0]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak_tree[0] = max(peak_tree[0], _tree_rss_kb(proc.pid))
+            done.wait(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out_chunks: list[bytes] = []
+    err_chunks: list[bytes] = []
+    readers = [threading.Thread(target=lambda s=s, c=c: c.append(s.read()), daemon=True)
+               for s, c in ((proc.stdout, out_chunks), (proc.stderr, err_chunks))]
+    for r in readers:
+        r.start()
+    deadline = time.monotonic() + timeout
+    rusage = None
+    while True:
+        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            rusage = ru
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            break
+        if time.monotonic() > deadline:
+            proc.kill()
+            pid, status, ru = os.wait4(proc.pid, 0)
+            rusage = ru
+            proc.returncode = -9
+            break
+        time.sleep(0.02)
+    wall = time.perf_counter() - t0
+    done.set()
+    for r in readers:
+        r.join(5)
+    return {
+        "returncode": proc.returncode,
+        "seconds": wall,
+        "peak_rss_mb": round(rusage.ru_maxrss / 1024, 1) if rusage else None,
+        "peak_tree_rss_mb": round(peak_tree[0] / 1024, 1),
+        "user_s": round(rusage.ru_utime, 2) if rusage else None,
+        "sys_s": round(rusage.ru_stime, 2) if rusage else None,
+        "stdout": b"".join(out_chunks).decode("utf-8", "replace"),
+        "stderr": b"".join(err_chunks).decode("utf-8", "replace"),
+    }
+
+
+def module_available(name: str) -> tuple[bool, str]:
+    """Import in a child so a half-written module cannot break this process."""
+    r = subprocess.run([PY, "-c", f"import {name}"], capture_output=True, text=True, cwd=str(ROOT))
+    if r.returncode == 0:
+        return True, ""
+    last = (r.stderr.strip().splitlines() or ["?"])[-1]
+    return False, last
+
+
+def cli_has(command: str) -> bool:
+    r = subprocess.run([PY, "-m", "pimem_index", command, "--help"], capture_output=True, text=True, cwd=str(ROOT))
+    return r.returncode == 0
+
+
+def call_flexible(fn, *args, **kwargs):
+    """Call with only the keyword arguments the function accepts (the API may still move)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return fn(*args, **kwargs)
+    if any(p.kind == p.VAR_KEYWORD for p in params.values()):
+        return fn(*args, **kwargs)
+    return fn(*args, **{k: v for k, v in kwargs.items() if k in params})
+
+
+# --------------------------------------------------------------------------- stages
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.metrics: dict[str, object] = {}
+        self.notes: dict[str, str] = {}
+        self.details: dict[str, object] = {}
+        self.work = Path(args.work or (HERE / "out" / "work")).resolve()
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.agent = self.work / "agent"
+        self.agent.mkdir(exist_ok=True)
+        self.env = child_env(self.agent)
+        self.manifest: dict | None = None
+        self.corpus: Path | None = None
+        self.journal_bytes = 0
+
+    def log(self, msg: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+    def unavailable(self, keys: list[str], why: str) -> None:
+        for k in keys:
+            self.metrics.setdefault(k, None)
+            self.notes[k] = why
+
+    # corpus ------------------------------------------------------------------
+    def ensure_corpus(self, size: int, seed: int, where: str | None) -> Path:
+        path = Path(where) if where else HERE / "corpus" / f"{corpus_mod.format_size(size)}-s{seed}"
+        man = path / "manifest.json"
+        if man.exists():
+            m = json.loads(man.read_text())
+            if where or (m.get("size_requested") == size and m.get("seed") == seed):
+                problems = corpus_mod.verify(path) if self.args.verify_corpus else []
+                if not problems:
+                    self.log(f"reusing corpus {path} ({m['bytes'] / MB:.0f} MB, {m['files_count']} journals)")
+                    self.manifest = m
+                    return path
+                self.log(f"corpus {path} does not match its manifest ({problems[0]}); regenerating")
+        elif where and path.exists() and any(path.rglob("*.jsonl")):
+            self.log(f"using journals in {path} without a manifest: correctness checks are skipped")
+            self.manifest = None
+            return path
+        self.log(f"generating a {corpus_mod.format_size(size)} corpus in {path} (seed {seed})")
+        t = time.perf_counter()
+        self.manifest = corpus_mod.generate(path, size, seed)
+        self.log(f"  {self.manifest['files_count']} journals, {self.manifest['bytes'] / MB:.1f} MB in {time.perf_counter() - t:.1f} s")
+        self.details["corpus_generate_seconds"] = round(time.perf_counter() - t, 2)
+        return path
+
+    # floor -------------------------------------------------------------------
+    def floor(self, corpus: Path, label: str = "floor") -> dict | None:
+        env = dict(self.env, PIMEM_BENCH_TMP=str(self.work))
+        r = run_measured([PY, str(HERE / "floor.py"), str(corpus), "--json"], env, timeout=3600)
+        if r["returncode"] != 0:
+            self.log(f"  floor failed: {r['stderr'].strip().splitlines()[-1:]}")
+            return None
+        data = json.loads(r["stdout"])
+        self.log(f"  {label}: {data['floor_mb_per_s']} MB/s of journal ({data['text_mb_per_s']} MB/s of text, "
+                 f"text is {data['text_share']:.0%} of journal bytes; {data['insert_seconds']} s of inserts)")
+        return data
+
+    # cold index --------------------------------------------------------------
+    def cold_index(self, corpus: Path, db_path: Path) -> dict | None:
+        ok, why = module_available("pimem_index.indexer")
+        if not ok:
+            self.log(f"  indexer {NOT_AVAILABLE}: {why}")
+            return None
+        remove_db(db_path)
+        if cli_has("index"):
+            cmd = [PY, "-m", "pimem_index", "index", "--sessions-dir", str(corpus), "--db", str(db_path), "--json"]
+            how = "pimem index --json (child process)"
+        else:
+            cmd = [PY, str(HERE / "run.py"), "--child-index", str(db_path), str(corpus)]
+            how = "pimem_index.indexer.index_all (child process)"
+        load = loadavg()
+        r = run_measured(cmd, self.env, timeout=7200)
+        if r["returncode"] != 0:
+            self.log(f"  cold index failed ({how}): {r['stderr'].strip()[-600:]}")
+            return None
+        try:
+            report = json.loads(r["stdout"][r["stdout"].index("{"):])
+        except ValueError:
+            report = {}
+        jb = self.journal_bytes or dir_bytes(corpus)
+        res = {
+            "how": how, "wall_seconds": round(r["seconds"], 3), "report": report,
+            "mb_s_wall": round(jb / MB / r["seconds"], 2),
+            "mb_s_report": round(jb / MB / report["seconds"], 2) if report.get("seconds") else None,
+            "peak_rss_mb": r["peak_rss_mb"], "peak_tree_rss_mb": r["peak_tree_rss_mb"],
+            "user_s": r["user_s"], "sys_s": r["sys_s"], "cpu_per_wall": round((r["user_s"] + r["sys_s"]) / r["seconds"], 2),
+            "loadavg_before": load,
+        }
+        res["db_bytes_files"] = db_files_bytes(db_path)
+        res.update(self.db_stats(db_path))
+        self.log(f"  cold index: {res['wall_seconds']:.1f} s wall = {res['mb_s_wall']} MB/s; peak RSS {res['peak_rss_mb']} MB "
+                 f"(tree {res['peak_tree_rss_mb']} MB); CPU {res['cpu_per_wall']} cores; index {res['db_bytes_files'] / MB:.1f} MB on disk")
+        return res
+
+    def db_stats(self, db_path: Path) -> dict:
+        try:
+            from pimem_index import db as pdb
+            conn = pdb.connect(str(db_path))
+            try:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                page = conn.execute("PRAGMA page_size").fetchone()[0]
+                pages = conn.execute("PRAGMA page_count").fetchone()[0]
+                free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+                out = {"db_bytes": db_files_bytes(db_path), "db_used_bytes": page * (pages - free)}
+                with contextlib.suppress(Exception):
+                    out["entries"] = conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+                    out["files"] = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
+                with contextlib.suppress(Exception):  # per-table sizes (dbstat is compiled into pysqlite3)
+                    out["bytes_by_table"] = {name: n for name, n in conn.execute(
+                        "SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC LIMIT 12")}
+                return out
+            finally:
+                conn.close()
+        except Exception as e:  # noqa: BLE001
+            return {"db_stats_error": repr(e)}
+
+    # in-process queries ------------------------------------------------------
+    def open_lib(self, db_path: Path, extra_dirs: list[Path]):
+        from pimem_index import locations, store
+        conn = store.open_index(str(db_path))
+        loc = locations.resolve(db=str(db_path), sessions_dirs=[str(self.corpus)] + [str(d) for d in extra_dirs])
+        return conn, loc
+
+    def queries(self) -> list[dict]:
+        """Project-scoped queries: needle words (from their own cwd) and common words."""
+        rng = random.Random(7)
+        qs: list[dict] = []
+        m = self.manifest
+        cwds = sorted(m["projects"]) if m else []
+        if m:
+            for rec in m["needles"]:
+                p = rec["placements"][0]
+                qs.append({"group": "needle", "q": rec["word"], "cwd": p["cwd"]})
+        common = ["return", "error", "import os", "def test", "self value", "config file", "TODO",
+                  "connection reset", "parse json error", "the function returns None", "license", "install",
+                  "README", "class", "string", "buffer size", "permission denied", "timeout", "http request", "unicode"]
+        for i, q in enumerate(common):
+            cwd = cwds[i % len(cwds)] if cwds else os.getcwd()
+            qs.append({"group": "common", "q": q, "cwd": cwd})
+        qs.append({"group": "recent", "q": "", "cwd": cwds[0] if cwds else os.getcwd()})
+        rng.shuffle(qs)
+        return qs
+
+    def search_bench(self, db_path: Path) -> None:
+        ok, why = module_available("pimem_index.query")
+        if not ok:
+            self.unavailable(["search_p50_ms", "search_p95_ms", "read_p50_ms", "needles_found", "needles_leaked",
+                              "secret_terms", "secret_in_read"], f"{NOT_AVAILABLE}: {why}")
+            self.log(f"  query module {NOT_AVAILABLE}: {why}")
+            return
+        from pimem_index import query
+        conn, loc = self.open_lib(db_path, [])
+        home = "/home/u"  # the corpus's home: makes project roots match the manifest's
+
+        def search(q, **kw):
+            return call_flexible(query.search, conn, loc, q or None, home=home, **kw)
+
+        # correctness ---------------------------------------------------------
+        m = self.manifest
+        if m:
+            found = total = leaked = 0
+            misses = []
+            for rec in m["needles"]:
+                for p in rec["placements"]:
+                    total += 1
+                    res = search(rec["word"], scope="project", cwd=p["cwd"], limit=100)
+                    ids = {(h.get("session_id"), h.get("id")) for h in res.get("results", [])}
+                    if (p["session_id"], p["entry_id"]) in ids:
+                        found += 1
+                    else:
+                        misses.append(f"{rec['word']} ({p['field']}, {p['entry_id']}, v{p['version']})")
+                    others = [o for o in rec["placements"] if o["project"] != p["project"]]
+                    for o in others:
+                        if (o["session_id"], o["entry_id"]) in ids:
+                            leaked += 1
+            self.metrics["needles_found"] = round(found / total, 4) if total else None
+            self.metrics["needles_leaked"] = leaked
+            self.details["needle_misses"] = misses[:20]
+            self.log(f"  needles: {found}/{total} found in their project, {leaked} leaked across projects"
+                     + (f"; missing e.g. {misses[:3]}" if misses else ""))
+            terms = shown = 0
+            secret_hits = []
+            for s in m["secrets"]:
+                for probe in s["probes"]:
+                    res = search(probe, scope="global", limit=5)
+                    if res.get("match") == "all" and res.get("results"):
+                        terms += 1
+                        secret_hits.append(f"{s['secret_kind']}: {probe[:6]}… is a term")
+                        break
+                r = call_flexible(query.read, conn, loc, s["entry_id"], session_id=s["session_id"], cwd=s["cwd"],
+                                  scope="global", home=home)
+                text = r.get("text") or ""
+                off = 0
+                while r.get("next_offset") and s["value"] not in text and off < 50:
+                    off += 1
+                    r = call_flexible(query.read, conn, loc, s["entry_id"], session_id=s["session_id"], cwd=s["cwd"],
+                                      scope="global", offset=r["next_offset"], home=home)
+                    text = r.get("text") or ""
+                if s["value"] in text or any(p in text for p in s["probes"]):
+                    shown += 1
+                    secret_hits.append(f"{s['secret_kind']}: shown by read")
+            self.metrics["secret_terms"] = terms
+            self.metrics["secret_in_read"] = shown
+            self.details["secret_problems"] = secret_hits
+            self.log(f"  secrets: {terms}/{len(m['secrets'])} searchable, {shown} shown by read"
+                     + (f" ({secret_hits[:4]})" if secret_hits else ""))
+        # latency -----------------------------------------------------------------
+        qs = self.queries()
+        for q in qs:  # warm-up
+            search(q["q"], scope="project", cwd=q["cwd"], limit=10)
+        times: dict[str, list[float]] = {"needle": [], "common": [], "recent": []}
+        hits_for_read: list[dict] = []
+        for _round in range(self.args.rounds):
+            for q in qs:
+                t = time.perf_counter()
+                res = search(q["q"], scope="project", cwd=q["cwd"], limit=10)
+                times[q["group"]].append(time.perf_counter() - t)
+                if _round == 0:
+                    for h in res.get("results", [])[:3]:
+                        hits_for_read.append({"id": h["id"], "session_id": h["session_id"], "cwd": q["cwd"], "chars": h.get("chars")})
+        allt = [x for v in times.values() for x in v]
+        self.metrics["search_p50_ms"] = ms(pct(allt, 0.5))
+        self.metrics["search_p95_ms"] = ms(pct(allt, 0.95))
+        self.details["search_ms_by_group"] = {g: {"n": len(v), "p50": ms(pct(v, 0.5)), "p95": ms(pct(v, 0.95)), "max": ms(max(v))}
+                                              for g, v in times.items() if v}
+        self.log(f"  search (project scope, {len(allt)} calls): p50 {self.metrics['search_p50_ms']} ms, "
+                 f"p95 {self.metrics['search_p95_ms']} ms; by group {self.details['search_ms_by_group']}")
+        # slowest queries, for the report
+        per_query = []
+        for q in qs:
+            t = time.perf_counter()
+            search(q["q"], scope="project", cwd=q["cwd"], limit=10)
+            per_query.append((ms(time.perf_counter() - t), q["q"], q["cwd"]))
+        self.details["slowest_searches"] = sorted(per_query, reverse=True)[:6]
+        # reads -------------------------------------------------------------------
+        rtimes = []
+        for _round in range(self.args.rounds):
+            for h in hits_for_read:
+                t = time.perf_counter()
+                r = call_flexible(query.read, conn, loc, h["id"], session_id=h["session_id"], cwd=h["cwd"], scope="project", home=home)
+                rtimes.append(time.perf_counter() - t)
+                if _round == 0 and r.get("status") != "ok":
+                    self.details.setdefault("read_not_ok", []).append([h["id"], r.get("status")])
+        if rtimes:
+            self.metrics["read_p50_ms"] = ms(pct(rtimes, 0.5))
+            self.details["read_p95_ms"] = ms(pct(rtimes, 0.95))
+            self.log(f"  read ({len(rtimes)} calls): p50 {self.metrics['read_p50_ms']} ms, p95 {self.details['read_p95_ms']} ms")
+        conn.close()
+
+    # freshness ---------------------------------------------------------------
+    def freshness(self, db_path: Path) -> None:
+        ok, why = module_available("pimem_index.query")
+        if not ok or not self.manifest:
+            self.unavailable(["fresh_ms_p50", "fresh_ms_max"], f"{NOT_AVAILABLE}: {why}" if not ok else "needs a generated corpus")
+            return
+        from pimem_index import indexer, query
+        fresh_dir = self.work / "fresh"
+        shutil.rmtree(fresh_dir, ignore_errors=True)
+        files = [f for f in self.manifest["files"] if f["version"] == 3]
+        small = min(files, key=lambda f: abs(f["bytes"] - 300_000))
+        large = max(files, key=lambda f: f["bytes"])
+        conn, loc = self.open_lib(db_path, [fresh_dir])
+        out = {}
+        all_times = []
+        rng = random.Random(11)
+        for label, f in (("small", small), ("large", large)):
+            src = self.corpus / f["journal"]
+            sid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+            dst = fresh_dir / src.parent.name / src.name.replace(f["session_id"], sid)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            with open(src, "rb") as fi, open(dst, "wb") as fo:
+                head = json.loads(fi.readline())
+                head["id"] = sid
+                fo.write(json.dumps(head, separators=(",", ":")).encode() + b"\n")
+                shutil.copyfileobj(fi, fo, 4 * MB)
+            t = time.perf_counter()
+            indexer.index_journal(conn, dst)
+            first = time.perf_counter() - t
+            last_id = f"{rng.getrandbits(32):08x}"
+            times = []
+            misses = 0
+            for i in range(self.args.fresh_runs):
+                word = "frsh" + "".join(rng.choice("bdfgklmnprstvz") + rng.choice("aeiou") for _ in range(4))
+                eid = f"{rng.getrandbits(32):08x}"
+                now = time.time()
+                line = {"type": "message", "id": eid, "parentId": last_id,
+                        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z",
+                        "message": {"role": "user", "content": [{"type": "text", "text": f"remember {word} for later"}],
+                                    "timestamp": int(now * 1000)}}
+                last_id = eid
+                with open(dst, "ab") as fo:
+                    fo.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")
+                t = time.perf_counter()
+                indexer.index_journal(conn, dst)
+                res = call_flexible(query.search, conn, loc, word, scope="project", cwd=f["cwd"], limit=10, home="/home/u")
+                dt_ = time.perf_counter() - t
+                if not any(h.get("id") == eid for h in res.get("results", [])):
+                    misses += 1
+                times.append(dt_)
+                time.sleep(0.01)
+            all_times += times
+            out[label] = {"journal_mb": round(f["bytes"] / MB, 1), "first_index_ms": ms(first),
+                          "p50_ms": ms(pct(times, 0.5)), "max_ms": ms(max(times)), "misses": misses}
+            self.log(f"  fresh ({label} journal, {f['bytes'] / MB:.1f} MB): append -> searchable p50 {out[label]['p50_ms']} ms, "
+                     f"max {out[label]['max_ms']} ms, misses {misses}/{len(times)}")
+        conn.close()
+        self.metrics["fresh_ms_p50"] = ms(pct(all_times, 0.5))
+        self.metrics["fresh_ms_max"] = ms(max(all_times))
+        self.details["fresh"] = out
+        # the CLI as a user runs it (includes interpreter start-up): information only
+        if cli_has("index"):
+            dst_large = next(fresh_dir.rglob("*.jsonl"))
+            r = run_measured([PY, "-m", "pimem_index", "index", str(dst_large), "--sessions-dir", str(self.corpus),
+                              "--sessions-dir", str(fresh_dir), "--db", str(db_path), "--json"], self.env, 120)
+            self.details["fresh_cli_wall_ms"] = ms(r["seconds"])
+        shutil.rmtree(fresh_dir, ignore_errors=True)
+
+    # HTTP --------------------------------------------------------------------
+    def serve(self, db_path: Path, port: int, log_name: str):
+        log = open(self.work / log_name, "wb")
+        cmd = [PY, "-m", "pimem_index", "serve", "--db", str(db_path), "--sessions-dir", str(self.corpus),
+               "--port", str(port), "--host", "127.0.0.1"]
+        proc = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=str(ROOT),
+                                start_new_session=True)
+        return proc, log
+
+    def token(self, db_path: Path) -> str | None:
+        r = subprocess.run([PY, "-m", "pimem_index", "token", "--db", str(db_path), "--sessions-dir", str(self.corpus)],
+                           env=self.env, capture_output=True, text=True, cwd=str(ROOT), timeout=60)
+        if r.returncode != 0:
+            r = subprocess.run([PY, "-m", "pimem_index", "token"], env=self.env, capture_output=True, text=True,
+                               cwd=str(ROOT), timeout=60)
+        tok = r.stdout.strip().splitlines()[-1:] if r.returncode == 0 else []
+        return tok[0].strip() if tok else None
+
+    @staticmethod
+    def stop(proc) -> None:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, 15)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, 9)
+                proc.wait(5)
+
+    def http_get(self, conn: http.client.HTTPConnection, path: str, token: str | None):
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        conn.request("GET", path, headers=headers)
+        resp = conn.getresponse()
+        body = resp.read()
+        return resp.status, body
+
+    def wait_ready(self, port: int, token: str | None, proc, timeout: float = 120) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                return False
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                status, _ = self.http_get(c, "/-/pi-memory/api/status", token)
+                c.close()
+                if status < 500:
+                    return True
+            except OSError:
+                pass
+            time.sleep(0.1)
+        return False
+
+    def api_path(self, q: dict) -> str:
+        params = [("scope", "project"), ("cwd", q["cwd"]), ("limit", "10")]
+        if q["q"]:
+            params.insert(0, ("q", q["q"]))
+        return "/-/pi-memory/api/search?" + urllib.parse.urlencode(params)
+
+    def api_bench(self, db_path: Path) -> None:
+        keys = ["api_search_p50_ms", "api_search_p95_ms", "api_backfill_p95_ms"]
+        ok, why = module_available("datasette_pi_memory")
+        if not (ok and cli_has("serve") and cli_has("token")):
+            self.unavailable(keys, f"{NOT_AVAILABLE}: pimem serve/token" + (f" ({why})" if why else ""))
+            self.log(f"  HTTP API {NOT_AVAILABLE} (pimem serve / pimem token)")
+            return
+        token = self.token(db_path)
+        qs = self.queries()
+        # 1. idle server on the built index
+        port = free_port()
+        proc, log = self.serve(db_path, port, "serve.log")
+        try:
+            if not self.wait_ready(port, token, proc):
+                self.unavailable(keys[:2], "pimem serve did not answer (see benchmarks/out/work/serve.log)")
+                self.log("  pimem serve did not answer")
+            else:
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                st, body = self.http_get(c, self.api_path(qs[0]), token)
+                if st != 200:
+                    self.unavailable(keys[:2], f"API search answered {st}: {body[:200]!r}")
+                    self.log(f"  API search answered {st}: {body[:200]!r}")
+                else:
+                    self.wait_indexed(c, token, timeout=600)
+                    for q in qs:
+                        self.http_get(c, self.api_path(q), token)
+                    times = []
+                    for _ in range(self.args.rounds):
+                        for q in qs:
+                            t = time.perf_counter()
+                            st, _ = self.http_get(c, self.api_path(q), token)
+                            times.append(time.perf_counter() - t)
+                    self.metrics["api_search_p50_ms"] = ms(pct(times, 0.5))
+                    self.metrics["api_search_p95_ms"] = ms(pct(times, 0.95))
+                    self.log(f"  API search ({len(times)} calls): p50 {self.metrics['api_search_p50_ms']} ms, "
+                             f"p95 {self.metrics['api_search_p95_ms']} ms")
+                c.close()
+        finally:
+            self.stop(proc)
+            log.close()
+        # 2. a cold backfill: a new index, queries while it builds
+        bdb = self.work / "backfill.sqlite"
+        remove_db(bdb)
+        port = free_port()
+        t0 = time.perf_counter()
+        proc, log = self.serve(bdb, port, "serve-backfill.log")
+        try:
+            if not self.wait_ready(port, token, proc):
+                self.unavailable(keys[2:], "pimem serve (backfill) did not answer")
+                return
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            times, statuses = [], {}
+            complete_at = None
+            i = 0
+            deadline = time.monotonic() + self.args.backfill_timeout
+            while time.monotonic() < deadline:
+                q = qs[i % len(qs)]
+                i += 1
+                t = time.perf_counter()
+                st, body = self.http_get(c, self.api_path(q), token)
+                times.append(time.perf_counter() - t)
+                statuses[st] = statuses.get(st, 0) + 1
+                if st == 200 and i % 10 == 0:
+                    try:
+                        ind = json.loads(body).get("indexing", {})
+                    except ValueError:
+                        ind = {}
+                    if ind.get("complete"):
+                        complete_at = time.perf_counter() - t0
+                        break
+                time.sleep(0.02)
+            c.close()
+            self.metrics["api_backfill_p95_ms"] = ms(pct(times, 0.95))
+            self.details["api_backfill"] = {"requests": len(times), "p50_ms": ms(pct(times, 0.5)), "max_ms": ms(max(times)),
+                                            "statuses": statuses, "backfill_seconds": round(complete_at, 1) if complete_at else None,
+                                            "backfill_mb_s": round(self.journal_bytes / MB / complete_at, 2) if complete_at else None}
+            self.log(f"  API during cold backfill ({len(times)} calls): p95 {self.metrics['api_backfill_p95_ms']} ms, "
+                     f"max {self.details['api_backfill']['max_ms']} ms; backfill took "
+                     f"{self.details['api_backfill']['backfill_seconds']} s")
+        finally:
+            self.stop(proc)
+            log.close()
+            remove_db(bdb)
+
+    def wait_indexed(self, c, token, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            st, body = self.http_get(c, "/-/pi-memory/api/status", token)
+            try:
+                data = json.loads(body)
+            except ValueError:
+                return
+            if st != 200 or not data.get("journals_pending"):
+                return
+            time.sleep(0.5)
+
+    # the whole run -----------------------------------------------------------
+    def run(self) -> dict:
+        a = self.args
+        size = corpus_mod.parse_size(a.size)
+        self.log(f"machine: {os.cpu_count()} cores, load {loadavg()}; python {platform.python_version()}")
+        self.corpus = self.ensure_corpus(size, a.seed, a.corpus)
+        self.journal_bytes = dir_bytes(self.corpus)
+        db_path = self.work / "history.sqlite"
+        self.log("floor (bare FTS5 inserts)")
+        floors = [f for f in (self.floor(self.corpus, "floor #1"),) if f]
+        self.log("cold index")
+        cold = self.cold_index(self.corpus, db_path)
+        if not a.no_second_floor:
+            f2 = self.floor(self.corpus, "floor #2")
+            if f2:
+                floors.append(f2)
+        floor = max(floors, key=lambda f: f["floor_mb_per_s"]) if floors else None
+        if floor:
+            self.metrics["floor_mb_s"] = floor["floor_mb_per_s"]
+            self.details["floor"] = floor
+            self.details["floor_runs_mb_s"] = [f["floor_mb_per_s"] for f in floors]
+        if cold:
+            self.details["cold_index"] = cold
+            self.metrics["cold_index_mb_s"] = cold["mb_s_wall"]
+            self.metrics["peak_rss_mb"] = max(cold["peak_rss_mb"] or 0, cold["peak_tree_rss_mb"] or 0)
+            self.metrics["index_share"] = round(cold["db_bytes_files"] / self.journal_bytes, 4)
+            if floor:
+                self.metrics["cold_vs_floor"] = round(cold["mb_s_wall"] / floor["floor_mb_per_s"], 3)
+            if self.manifest and "entries" in cold:
+                expected = sum(self.manifest["entries_by_kind"].values())
+                self.details["entries_indexed_vs_manifest"] = [cold["entries"], expected]
+                if cold["entries"] != expected:
+                    self.log(f"  note: {cold['entries']} entries indexed, the manifest lists {expected}")
+        else:
+            self.unavailable(["cold_index_mb_s", "cold_vs_floor", "peak_rss_mb", "index_share"], NOT_AVAILABLE)
+        if cold:
+            self.log("search and read (in-process)")
+            try:
+                self.search_bench(db_path)
+            except Exception:  # noqa: BLE001
+                self.record_failure(["search_p50_ms", "search_p95_ms", "read_p50_ms"])
+            self.log("append -> searchable")
+            try:
+                self.freshness(db_path)
+            except Exception:  # noqa: BLE001
+                self.record_failure(["fresh_ms_p50", "fresh_ms_max"])
+            if not a.no_api:
+                self.log("HTTP API")
+                try:
+                    self.api_bench(db_path)
+                except Exception:  # noqa: BLE001
+                    self.record_failure(["api_search_p50_ms", "api_search_p95_ms", "api_backfill_p95_ms"])
+        else:
+            self.unavailable(["search_p50_ms", "search_p95_ms", "read_p50_ms", "fresh_ms_p50", "fresh_ms_max",
+                              "api_search_p50_ms", "api_search_p95_ms", "api_backfill_p95_ms"], f"{NOT_AVAILABLE} (needs the indexer)")
+        return self.result()
+
+    def record_failure(self, keys: list[str]) -> None:
+        tb = traceback.format_exc()
+        self.log("  failed: " + tb.strip().splitlines()[-1])
+        self.details.setdefault("errors", []).append(tb[-2000:])
+        for k in keys:
+            if self.metrics.get(k) is None:
+                self.unavailable([k], "failed: " + tb.strip().splitlines()[-1][:160])
+
+    def run_linearity(self, sizes: list[int]) -> dict:
+        a = self.args
+        rows = []
+        for size in sizes:
+            self.log(f"== {corpus_mod.format_size(size)}")
+            path = self.ensure_corpus(size, a.seed, None)
+            self.corpus = path
+            self.journal_bytes = dir_bytes(path)
+            fl = self.floor(path)
+            cold = self.cold_index(path, self.work / f"lin-{corpus_mod.format_size(size)}.sqlite")
+            row = {"size": corpus_mod.format_size(size), "journal_mb": round(self.journal_bytes / MB, 1),
+                   "floor_mb_s": fl["floor_mb_per_s"] if fl else None,
+                   "cold_mb_s": cold["mb_s_wall"] if cold else None,
+                   "peak_rss_mb": max(cold["peak_rss_mb"] or 0, cold["peak_tree_rss_mb"] or 0) if cold else None,
+                   "index_share": round(cold["db_bytes_files"] / self.journal_bytes, 4) if cold else None}
+            if cold:
+                remove_db(self.work / f"lin-{corpus_mod.format_size(size)}.sqlite")
+            rows.append(row)
+        self.details["linearity"] = rows
+        for key, metric in (("cold_mb_s", "linearity_spread"), ("floor_mb_s", "floor_linearity_spread")):
+            vals = [r[key] for r in rows if r[key]]
+            if len(vals) >= 2:
+                self.metrics[metric] = round((max(vals) - min(vals)) / max(vals), 3)
+        if not any(r["cold_mb_s"] for r in rows):
+            self.unavailable(["linearity_spread"], NOT_AVAILABLE)
+        return self.result()
+
+    def result(self) -> dict:
+        m = self.manifest or {}
+        return {
+            "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "machine": {"cpus": os.cpu_count(), "cpu": _cpu_model(), "platform": platform.platform(),
+                        "python": platform.python_version(), "sqlite": _sqlite_version(), "loadavg_end": loadavg(),
+                        "git": _git_head()},
+            "corpus": {"path": str(self.corpus), "bytes": self.journal_bytes, "journals": m.get("files_count"),
+                       "seed": m.get("seed"), "entries_by_kind": m.get("entries_by_kind"), "text_pool": m.get("text_pool")},
+            "metrics": self.metrics, "notes": self.notes, "details": self.details,
+        }
+
+
+def _cpu_model() -> str | None:
+    with contextlib.suppress(OSError):
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return None
+
+
+def _sqlite_version() -> str | None:
+    with contextlib.suppress(Exception):
+        from pimem_index import db
+        return db.sqlite3.sqlite_version
+    return None
+
+
+def _git_head() -> str | None:
+    r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=str(ROOT))
+    return r.stdout.strip() or None
+
+
+# --------------------------------------------------------------------------- report
+
+
+def verdict(name: str, value) -> str:
+    t = TARGETS.get(name)
+    if value is None or not t or t[0] is None:
+        return ""
+    op, target = t[0], t[1]
+    ok = {"<=": value <= target, ">=": value >= target, "==": value == target}[op]
+    return "ok" if ok else "MISS"
+
+
+def fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"
+    return str(v)
+
+
+def print_table(result: dict, previous: dict | None) -> None:
+    metrics = result["metrics"]
+    prev = (previous or {}).get("metrics", {})
+    order = [k for k in TARGETS if k in metrics] + [k for k in metrics if k not in TARGETS]
+    rows = [("figure", "value", "target", "", "previous", "change", "what")]
+    for k in order:
+        v = metrics[k]
+        t = TARGETS.get(k, (None, None, "", ""))
+        target = f"{t[0]} {fmt(t[1])}" if t[0] else ""
+        pv = prev.get(k)
+        change = ""
+        if isinstance(v, (int, float)) and isinstance(pv, (int, float)) and pv:
+            change = f"{(v - pv) / abs(pv):+.0%}"
+        what = result["notes"].get(k) or t[2]
+        rows.append((k, fmt(v), target, verdict(k, v), fmt(pv) if previous else "", change, what))
+    widths = [max(len(r[i]) for r in rows) for i in range(6)]
+    print()
+    for i, r in enumerate(rows):
+        print("  ".join(r[j].ljust(widths[j]) for j in range(6)) + "  " + r[6])
+        if i == 0:
+            print("  ".join("-" * w for w in widths) + "  " + "-" * 20)
+    c = result["corpus"]
+    print(f"\ncorpus {c['bytes'] / MB:.1f} MB, {c['journals']} journals; machine {result['machine']['cpus']} cores "
+          f"({result['machine']['cpu']}), load at end {result['machine']['loadavg_end']}; SQLite {result['machine']['sqlite']}")
+
+
+# --------------------------------------------------------------------------- child: index with the library
+
+
+def child_index(db_path: str, corpus: str) -> int:
+    from pimem_index import indexer, locations, store
+    conn = store.open_index(db_path)
+    loc = locations.resolve(db=db_path, sessions_dirs=[corpus])
+    rep = indexer.index_all(conn, loc)
+    data = rep.as_json() if hasattr(rep, "as_json") else {k: getattr(rep, k) for k in ("files", "entries_added", "bytes_read", "seconds")}
+    print(json.dumps(data))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--child-index"]:
+        return child_index(argv[1], argv[2])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size", default="500MB", help="corpus size (default 500MB)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--corpus", default=None, help="use this corpus folder (generated if it has no manifest and no journals)")
+    ap.add_argument("--out", default=str(HERE / "out" / "latest.json"), help="where to write the figures (JSON)")
+    ap.add_argument("--quick", action="store_true", help="a 50 MB corpus: a smoke run")
+    ap.add_argument("--sizes", default=None, help="linearity mode: comma-separated sizes, e.g. 250MB,500MB,1GB")
+    ap.add_argument("--work", default=None, help="scratch folder for the indexes (default benchmarks/out/work)")
+    ap.add_argument("--rounds", type=int, default=3, help="timed rounds over the query set")
+    ap.add_argument("--fresh-runs", type=int, default=15)
+    ap.add_argument("--backfill-timeout", type=float, default=900)
+    ap.add_argument("--no-api", action="store_true", help="skip the HTTP measurements")
+    ap.add_argument("--no-second-floor", action="store_true", help="measure the floor once, not before and after")
+    ap.add_argument("--verify-corpus", action="store_true", help="check a reused corpus against its manifest")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.size = "50MB"
+        if args.out == str(HERE / "out" / "latest.json"):
+            args.out = str(HERE / "out" / "quick.json")
+    bench = Bench(args)
+    out = Path(args.out)
+    previous = None
+    if out.exists():
+        with contextlib.suppress(ValueError):
+            previous = json.loads(out.read_text())
+    if args.sizes:
+        result = bench.run_linearity([corpus_mod.parse_size(s) for s in args.sizes.split(",")])
+        for row in result["details"]["linearity"]:
+            print(f"  {row['size']:>6}: {row['journal_mb']:8.1f} MB  floor {fmt(row['floor_mb_s']):>7} MB/s  "
+                  f"cold index {fmt(row['cold_mb_s']):>7} MB/s  peak RSS {fmt(row['peak_rss_mb'])} MB  index {fmt(row['index_share'])}")
+    else:
+        result = bench.run()
+    print_table(result, previous)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2, default=str))
+    print(f"\nwrote {out}" + (f" (previous run {previous.get('when')})" if previous else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
