@@ -1,0 +1,314 @@
+"""The `pimem` command: index, search, read and serve Pi's session journals."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import click
+import orjson
+
+from . import __version__, db, indexer, query, store
+from .errors import UserError
+from .locations import Locations, resolve
+
+
+class Group(click.Group):
+    """Turns user errors and SQLite trouble into one line on stderr and exit status 1."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except UserError as e:
+            raise click.ClickException(str(e)) from None
+        except db.DatabaseError as e:
+            raise click.ClickException(f"the index could not be used: {e} (try: pimem rebuild)") from None
+
+
+def common(fn):
+    """--db and --sessions-dir, accepted by every command."""
+
+    @click.option("--db", "db_path", metavar="PATH", envvar="PIMEM_DB",
+                  help="Index file [default: <agent folder>/pi-memory/history.sqlite; env PIMEM_DB]")
+    @click.option("--sessions-dir", "sessions_dirs", metavar="DIR", multiple=True,
+                  type=click.Path(file_okay=False),
+                  help="Another folder of journals (repeatable; env PIMEM_SESSIONS_DIRS)")
+    @functools.wraps(fn)
+    def wrapper(db_path, sessions_dirs, **kwargs):
+        return fn(resolve(db_path, sessions_dirs), **kwargs)
+
+    return wrapper
+
+
+def open_index(locations: Locations) -> db.Connection:
+    try:
+        return store.open_index(locations.db_path)
+    except db.DatabaseError as e:
+        raise UserError(
+            f"{locations.db_path} is not a pimem index ({e}); point --db elsewhere or delete it"
+        ) from None
+
+
+def emit_json(data) -> None:
+    click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
+
+
+@click.group(cls=Group)
+@click.version_option(__version__, prog_name="pimem")
+def cli():
+    """Search and read Pi's session journals through a disposable index.
+
+    The journals stay the only copy of the text: the index holds metadata, a byte
+    pointer per journal line and redacted search terms.
+    """
+
+
+@cli.command(name="index")
+@click.argument("journals", nargs=-1, type=click.Path(dir_okay=False))
+@common
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON")
+def index_cmd(locations: Locations, journals, as_json):
+    """Index new journal lines: the given JOURNALS, else every journal, newest first.
+
+    \b
+    Example:
+        pimem index
+        pimem index ~/.pi/agent/sessions/--home-u-app--/2026-03-15T22-40-18-123Z_0b6e.jsonl
+    """
+    for j in journals:
+        if not os.path.isfile(j) and not _known(locations, j):
+            raise UserError(f"no such journal: {j} (e.g. pimem index ~/.pi/agent/sessions/--home-u-app--/<file>.jsonl)")
+    conn = open_index(locations)
+    show_bar = not as_json and sys.stderr.isatty()
+    bar = None
+
+    def progress(done, total, path):
+        nonlocal bar
+        if bar is None:
+            bar = click.progressbar(length=total, label="Indexing journals", file=sys.stderr)
+            bar.__enter__()
+        bar.update(1)
+
+    try:
+        report = indexer.index_all(conn, locations, journals=[os.path.abspath(j) for j in journals] or None,
+                                   progress=progress if show_bar else None)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    if as_json:
+        emit_json(report.as_json())
+        return
+    if report.lease_holder:
+        click.echo(f"Another indexer ({report.lease_holder}) is indexing every journal; "
+                   "nothing done. Name journals to index them now: pimem index FILE.jsonl", err=True)
+        return
+    mb = report.bytes_read / 1e6
+    click.echo(f"Indexed {report.entries_added:,} entries from {report.files:,} journals "
+               f"({mb:,.1f} MB) in {report.seconds:.1f}s")
+    if report.reindexed:
+        click.echo(f"Reindexed from the start: {report.reindexed} rewritten or shrunk journals")
+    if report.removed:
+        click.echo(f"Removed {report.removed} deleted journals from the index")
+    if report.malformed:
+        click.echo(f"Skipped {report.malformed} malformed lines")
+
+
+def _known(locations: Locations, path: str) -> bool:
+    """A deleted journal may still be named, so its rows can be removed."""
+    if not locations.db_path.exists():
+        return False
+    conn = open_index(locations)
+    return conn.execute("SELECT 1 FROM files WHERE path = ?", (os.path.abspath(path),)).fetchone() is not None
+
+
+@cli.command()
+@common
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON")
+def status(locations: Locations, as_json):
+    """What the index holds and how many journals wait to be indexed.
+
+    \b
+    Example:
+        pimem status --json
+    """
+    conn = open_index(locations)
+    data = query.status(conn, locations)
+    if as_json:
+        emit_json(data)
+        return
+    click.echo(f"Index:     {data['db']} ({data['db_bytes'] / 1e6:,.1f} MB, schema {data['schema_version']})")
+    click.echo(f"Journals:  {data['journals_total']:,} found, {data['journals_pending']:,} waiting to be indexed")
+    click.echo(f"Sessions:  {data['sessions']:,}")
+    click.echo(f"Entries:   {data['entries']:,} ({data['summaries']:,} summaries)")
+    click.echo(f"Indexed:   {data['indexed_bytes'] / 1e6:,.1f} MB of journal")
+    for d in data["sessions_dirs"]:
+        click.echo(f"Folder:    {d}{'' if os.path.isdir(d) else ' (missing)'}")
+
+
+@cli.command()
+@common
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON")
+def rebuild(locations: Locations, as_json):
+    """Delete the index (and its -wal and -shm files) and build it again from the journals.
+
+    \b
+    Example:
+        pimem rebuild
+    """
+    store.delete_index_files(locations.db_path)
+    conn = open_index(locations)
+    report = indexer.index_all(conn, locations)
+    if as_json:
+        emit_json(report.as_json())
+    else:
+        click.echo(f"Rebuilt {locations.db_path}: {report.entries_added:,} entries from "
+                   f"{report.files:,} journals in {report.seconds:.1f}s")
+
+
+def search_options(fn):
+    """The filters search and summaries share."""
+    options = [
+        click.option("--scope", type=str, default="project", show_default=True,
+                     help="session, project or global"),
+        click.option("--cwd", type=click.Path(file_okay=False), default=None,
+                     help="Folder whose project to search [default: the current folder]"),
+        click.option("--session", "session_id", metavar="ID", help="Session id (for --scope session)"),
+        click.option("--since", metavar="DATE", help="From this day (YYYY-MM-DD, local) or ISO date-time"),
+        click.option("--until", metavar="DATE", help="Up to this day (YYYY-MM-DD, local) or ISO date-time"),
+        click.option("--kind", "kinds", multiple=True, metavar="KIND",
+                     help="Entry kind, repeatable: " + ", ".join(query.journal.KINDS)),
+        click.option("--limit", default=query.DEFAULT_LIMIT, show_default=True, metavar="N",
+                     help=f"Results, 1 to {query.MAX_LIMIT}"),
+        click.option("--json", "as_json", is_flag=True, help="Print the contract's JSON"),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+@cli.command()
+@click.argument("query_text", metavar="[QUERY]", required=False)
+@common
+@search_options
+def search(locations: Locations, query_text, scope, cwd, session_id, since, until, kinds, limit, as_json):
+    """Find entries: every term first, else any term; newest first without a QUERY.
+
+    \b
+    Examples:
+        pimem search "login bug"
+        pimem search migration --scope global --since 2026-03-01 --kind tool_result
+    """
+    conn = open_index(locations)
+    data = query.search(conn, locations, query_text, scope=scope, cwd=cwd or os.getcwd(),
+                        session_id=session_id, since=since, until=until, kinds=kinds, limit=limit)
+    _show_results(data, query_text, as_json)
+
+
+@cli.command()
+@click.argument("query_text", metavar="[QUERY]", required=False)
+@common
+@search_options
+def summaries(locations: Locations, query_text, scope, cwd, session_id, since, until, kinds, limit, as_json):
+    """Compaction and branch summaries, newest first, or searched.
+
+    \b
+    Examples:
+        pimem summaries
+        pimem summaries "auth refactor" --scope global
+    """
+    conn = open_index(locations)
+    data = query.summaries(conn, locations, query_text, scope=scope, cwd=cwd or os.getcwd(),
+                           session_id=session_id, since=since, until=until, kinds=kinds, limit=limit)
+    _show_results(data, query_text, as_json)
+
+
+def _show_results(data: dict, query_text: str | None, as_json: bool) -> None:
+    if as_json:
+        emit_json(data)
+        return
+    where = data["root"] if data["scope"] == "project" else data["scope"]
+    count = len(data["results"])
+    header = f"{count} result{'s' if count != 1 else ''} ({data['scope']}: {where}; match: {data['match']})"
+    click.secho(header, bold=True)
+    if data.get("hint"):
+        click.echo(data["hint"])
+    if data["indexing"].get("note"):
+        click.secho(data["indexing"]["note"], fg="yellow")
+    terms = query.query_terms(query_text)
+    for hit in data["results"]:
+        click.echo()
+        when = _local_time(hit["timestamp"])
+        what = hit["kind"] + (f" ({hit['tool']})" if hit.get("tool") else "")
+        click.echo(f"{click.style(when, fg='cyan')}  {what}  {hit['cwd'] or ''}")
+        click.echo(f"  id {hit['id']}  session {hit['session_id']}")
+        click.echo("  " + _mark(hit["excerpt"], terms))
+
+
+def _local_time(ts: str | None) -> str:
+    if not ts:
+        return "(no time)"
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return ts
+
+
+def _mark(text: str, terms: list[str]) -> str:
+    if not terms:
+        return text
+    import re
+
+    pattern = re.compile("|".join(re.escape(t) for t in terms), re.IGNORECASE)
+    return pattern.sub(lambda m: click.style(m.group(0), bold=True, underline=True), text)
+
+
+@cli.command()
+@click.argument("entry_id")
+@common
+@click.option("--session", "session_id", metavar="ID", help="Prefer this session's entry")
+@click.option("--cwd", type=click.Path(file_okay=False), default=None,
+              help="Folder whose project to read in [default: the current folder]")
+@click.option("--scope", type=str, default="project", show_default=True, help="session, project or global")
+@click.option("--offset", default="0", metavar="N", help="Character offset of the page (16,000 a page)")
+@click.option("--json", "as_json", is_flag=True, help="Print the contract's JSON")
+def read(locations: Locations, entry_id, session_id, cwd, scope, offset, as_json):
+    """Print one entry's redacted text, reread from its journal.
+
+    \b
+    Examples:
+        pimem read c3d4e5f6
+        pimem read c3d4e5f6 --session 0b6e6f2c-8d2b-4a43-9b3b-1f1f2c6a7d01 --offset 16000
+    """
+    conn = open_index(locations)
+    data = query.read(conn, locations, entry_id, session_id=session_id, cwd=cwd or os.getcwd(),
+                      scope=scope, offset=offset)
+    if as_json:
+        emit_json(data)
+        return
+    status_ = data["status"]
+    if status_ == "ok":
+        e = data["entry"]
+        click.secho(f"{e['kind']} {e['id']}  {_local_time(e['timestamp'])}  {e['cwd'] or ''}", bold=True)
+        click.echo(f"session {e['session_id']}  journal {e['journal']}")
+        click.echo()
+        click.echo(data["text"])
+        if data["next_offset"] is not None:
+            click.echo()
+            click.secho(f"[{data['total_chars']:,} characters; next page: --offset {data['next_offset']}]",
+                        fg="yellow")
+    elif status_ == "ambiguous":
+        click.echo(f"{entry_id} names several entries; pass --session to choose one:")
+        for c in data["candidates"]:
+            click.echo(f"  session {c['session_id']}  {_local_time(c['timestamp'])}  {c['kind']}  {c['cwd']}")
+    elif status_ == "unavailable":
+        raise UserError(f"{entry_id} is unavailable: {data['reason']}")
+    else:
+        raise UserError(f"no entry {entry_id} in the {data['scope']} scope "
+                        "(try --scope global, or pimem search to find ids)")
+
+
+def main():  # pragma: no cover
+    cli()

@@ -1,0 +1,562 @@
+"""The incremental indexer: journal bytes past a cursor become entry rows and redacted terms.
+
+Each journal has a byte cursor. A pass reads complete lines after it, and every write
+transaction moves the cursor together with the rows it adds, so a killed indexer leaves
+a consistent index. A journal that shrank, was replaced, or whose first or last indexed
+line no longer matches its fingerprint is reindexed from byte 0.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+import orjson
+
+from . import db, journal, store
+from .locations import Locations
+from .redact import redact
+
+CHUNK_BYTES = 4 * 1024 * 1024
+BATCH_TEXT_BYTES = 2 * 1024 * 1024
+BATCH_ENTRIES = 2000
+MAX_LINE_BYTES = 256 * 1024 * 1024
+LEASE_KEY = "backfill_lease"
+LEASE_SECONDS = 120
+BACKFILL_KEY = "backfill"
+# A journal modified this recently may have changed again within the clock's granularity.
+RACY_SECONDS = 2.0
+
+
+@dataclass
+class IndexReport:
+    """What a pass did: the contract's `pimem index --json` keys plus a few more."""
+
+    files: int = 0
+    entries_added: int = 0
+    bytes_read: int = 0
+    seconds: float = 0.0
+    malformed: int = 0
+    reindexed: int = 0
+    removed: int = 0
+    lease_holder: str | None = None
+
+    def add(self, other: "IndexReport") -> None:
+        self.files += other.files
+        self.entries_added += other.entries_added
+        self.bytes_read += other.bytes_read
+        self.malformed += other.malformed
+        self.reindexed += other.reindexed
+        self.removed += other.removed
+
+    def as_json(self) -> dict:
+        return {
+            "files": self.files,
+            "entries_added": self.entries_added,
+            "bytes_read": self.bytes_read,
+            "seconds": round(self.seconds, 3),
+            "malformed_lines": self.malformed,
+            "reindexed": self.reindexed,
+            "removed": self.removed,
+        }
+
+
+@dataclass
+class _Batch:
+    """Lines parsed from one stretch of a journal, ready to write in one transaction."""
+
+    start: int
+    end: int
+    lines: int
+    rows: list = field(default_factory=list)
+    texts: list = field(default_factory=list)
+    malformed: int = 0
+    header: journal.Header | None = None
+    name: str | None = None
+    head: tuple[int, int] | None = None
+    tail: tuple[int, int, int] | None = None
+    last_timestamp: str | None = None
+
+
+class _Conflict(Exception):
+    """Another indexer moved this journal's cursor since we looked: look again."""
+
+
+def index_journal(conn: db.Connection, path: str | Path) -> IndexReport:
+    """Bring one journal's rows up to date with its complete lines."""
+    started = time.perf_counter()
+    path = os.path.abspath(os.fspath(path))
+    report = IndexReport()
+    for _attempt in range(20):
+        try:
+            _index_journal_once(conn, path, report)
+            break
+        except _Conflict:
+            continue
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _file_row(conn: db.Connection, path: str):
+    return conn.execute(
+        "SELECT id, cursor, lines, size, mtime, inode, head_length, head_fingerprint, "
+        "tail_offset, tail_length, tail_fingerprint, needs_reindex, session_id "
+        "FROM files WHERE path = ?",
+        (path,),
+    ).fetchone()
+
+
+def _read_at(fh, offset: int, length: int) -> bytes:
+    fh.seek(offset)
+    return fh.read(length)
+
+
+def _needs_reset(row, st: os.stat_result, fh) -> bool:
+    """A shrunk, replaced or rewritten journal must be read again from byte 0."""
+    (_id, cursor, _lines, _size, _mtime, inode, head_length, head_fp, tail_offset,
+     tail_length, tail_fp, needs_reindex, _sid) = row
+    if needs_reindex or st.st_size < cursor:
+        return True
+    if inode is not None and inode != st.st_ino:
+        return True
+    if head_length is not None and journal.fingerprint(_read_at(fh, 0, head_length)) != head_fp:
+        return True
+    if tail_length is not None and (
+        journal.fingerprint(_read_at(fh, tail_offset, tail_length)) != tail_fp
+    ):
+        return True
+    return False
+
+
+def _index_journal_once(conn: db.Connection, path: str, report: IndexReport) -> None:
+    row = _file_row(conn, path)
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        if row is not None:
+            report.removed += forget_journal(conn, path)
+        return
+    with fh:
+        st = os.fstat(fh.fileno())
+        reset = False
+        if row is None:
+            start, start_line = 0, 0
+        else:
+            unchanged = st.st_size == row[3] and st.st_mtime == row[4] and row[5] == st.st_ino
+            if unchanged and not row[11] and time.time() - st.st_mtime > RACY_SECONDS:
+                return
+            reset = _needs_reset(row, st, fh)
+            start, start_line = (0, 0) if reset else (row[1], row[2])
+        expected = None if row is None else (row[0], row[1])
+        touched = False
+        for batch in _prefetch(_batches(fh, start, start_line, st.st_size)):
+            file_id = _write_batch(conn, path, st, batch, expected, reset)
+            touched = True
+            if reset:
+                report.reindexed += 1
+                reset = False
+            report.entries_added += len(batch.rows)
+            report.bytes_read += batch.end - batch.start
+            report.malformed += batch.malformed
+            expected = (file_id, batch.end)
+        if reset:
+            _write_batch(conn, path, st, _Batch(start=0, end=0, lines=0), expected, True)
+            report.reindexed += 1
+            touched = True
+        elif row is not None and not touched and (st.st_size != row[3] or st.st_mtime != row[4]):
+            _touch(conn, row[0], st, expected[1])
+        if touched:
+            report.files += 1
+
+
+def _touch(conn: db.Connection, file_id: int, st: os.stat_result, cursor: int) -> None:
+    """Remember size and mtime when only an incomplete line was added, so the next pass can skip."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(
+            "UPDATE files SET size = ?, mtime = ? WHERE id = ? AND cursor = ?",
+            (st.st_size, st.st_mtime, file_id, cursor),
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _batches(fh, start: int, start_line: int, size: int) -> Iterator[_Batch]:
+    """Parse complete lines from `start` up to `size` in batches; an incomplete last line waits."""
+    fh.seek(start)
+    offset = start
+    lineno = start_line
+    buffer = b""
+    buffer_offset = start
+    skipping = False
+    batch = _Batch(start=start, end=start, lines=0)
+    text_bytes = 0
+    remaining = size - start
+    while remaining > 0:
+        chunk = fh.read(min(CHUNK_BYTES, remaining))
+        if not chunk:
+            break
+        remaining -= len(chunk)
+        data = buffer + chunk if buffer else chunk
+        base = buffer_offset
+        pos = 0
+        while True:
+            nl = data.find(b"\n", pos)
+            if nl < 0:
+                break
+            line = data[pos:nl]
+            line_offset = base + pos
+            pos = nl + 1
+            lineno += 1
+            offset = base + pos
+            if skipping:
+                skipping = False
+                batch.malformed += 1
+            else:
+                text_bytes += _take_line(batch, line, line_offset, lineno)
+            batch.end = offset
+            batch.lines += 1
+            if len(batch.rows) >= BATCH_ENTRIES or text_bytes >= BATCH_TEXT_BYTES:
+                yield batch
+                batch = _Batch(start=offset, end=offset, lines=0)
+                text_bytes = 0
+        buffer = data[pos:]
+        buffer_offset = base + pos
+        if len(buffer) > MAX_LINE_BYTES:
+            skipping = True
+            buffer = b""
+            buffer_offset = base + len(data)
+    if batch.lines:
+        yield batch
+
+
+def _take_line(batch: _Batch, line: bytes, offset: int, lineno: int) -> int:
+    """Add one line to the batch; returns the bytes of text it adds to the term index."""
+    if lineno == 1:
+        batch.head = (len(line), journal.fingerprint(line))
+    fp = journal.fingerprint(line)
+    batch.tail = (offset, len(line), fp)
+    if not line.strip():
+        return 0
+    try:
+        item = journal.parse_line(line, lineno)
+    except journal.Malformed:
+        batch.malformed += 1
+        return 0
+    if isinstance(item, journal.Entry):
+        text = item.text
+        batch.rows.append((
+            item.id, item.parent_id, item.timestamp, item.kind, item.role, item.tool,
+            len(text), lineno, offset, len(line), fp, item.tokens_before,
+        ))
+        redacted = redact(text) if text else ""
+        batch.texts.append(redacted)
+        if item.timestamp:
+            batch.last_timestamp = item.timestamp
+        return len(redacted)
+    if isinstance(item, journal.Header):
+        if batch.header is None or item.session_id:
+            batch.header = item
+    elif isinstance(item, journal.SessionName):
+        batch.name = item.name
+    return 0
+
+
+def _prefetch(batches: Iterator[_Batch], depth: int = 2) -> Iterator[_Batch]:
+    """Parse and redact the next batches in a thread while this one is written.
+
+    SQLite releases the GIL while it writes, so parsing overlaps the FTS5 inserts.
+    """
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce():
+        try:
+            for b in batches:
+                if not put(b):
+                    return
+            put(done)
+        except BaseException as e:  # handed to the consumer, raised there
+            put(e)
+
+    worker = threading.Thread(target=produce, daemon=True, name="pimem-parse")
+    worker.start()
+    try:
+        while True:
+            item = q.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        worker.join()
+
+
+def _write_batch(conn, path: str, st: os.stat_result, batch: _Batch, expected, reset: bool) -> int:
+    """One short write transaction: rows, terms and the cursor move together. Returns the file id."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        current = conn.execute("SELECT id, cursor FROM files WHERE path = ?", (path,)).fetchone()
+        if (current is None) != (expected is None) or (
+            current is not None and tuple(current) != tuple(expected)
+        ):
+            raise _Conflict()
+        if current is None:
+            file_id = conn.execute(
+                "INSERT INTO files (path, size, mtime, inode) VALUES (?, ?, ?, ?)",
+                (path, st.st_size, st.st_mtime, st.st_ino),
+            ).lastrowid
+        else:
+            file_id = current[0]
+        if reset:
+            store.delete_file_rows(conn, file_id)
+            conn.execute(
+                "UPDATE files SET cursor = 0, lines = 0, entry_count = 0, malformed = 0, "
+                "head_length = NULL, head_fingerprint = NULL, tail_offset = NULL, "
+                "tail_length = NULL, tail_fingerprint = NULL, last_timestamp = NULL, "
+                "session_id = NULL, cwd = NULL, started = NULL, parent_session = NULL, "
+                "name = NULL, version = NULL WHERE id = ?",
+                (file_id,),
+            )
+        header = batch.header
+        if header is not None:
+            conn.execute(
+                "UPDATE files SET session_id = COALESCE(?, session_id), cwd = COALESCE(?, cwd), "
+                "started = COALESCE(?, started), parent_session = COALESCE(?, parent_session), "
+                "version = ? WHERE id = ?",
+                (header.session_id, header.cwd, header.timestamp, header.parent_session,
+                 header.version, file_id),
+            )
+        if batch.name is not None:
+            conn.execute("UPDATE files SET name = ? WHERE id = ?", (batch.name, file_id))
+        if batch.rows:
+            session_id = conn.execute(
+                "SELECT session_id FROM files WHERE id = ?", (file_id,)
+            ).fetchone()[0]
+            first = conn.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM entries").fetchone()[0]
+            rowids = range(first, first + len(batch.rows))
+            conn.executemany(
+                "INSERT INTO entries (rowid, file_id, session_id, id, parent_id, timestamp, kind, "
+                "role, tool, chars, line, offset, length, fingerprint, tokens_before) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(rid, file_id, session_id, *r) for rid, r in zip(rowids, batch.rows)],
+            )
+            conn.executemany(
+                "INSERT INTO entries_fts (rowid, text) VALUES (?, ?)",
+                zip(rowids, batch.texts),
+            )
+        params = {
+            "id": file_id, "cursor": batch.end, "lines": batch.lines, "n": len(batch.rows),
+            "malformed": batch.malformed, "size": st.st_size, "mtime": st.st_mtime,
+            "inode": st.st_ino, "now": _now(), "last_ts": batch.last_timestamp,
+        }
+        sets = [
+            "cursor = :cursor", "lines = lines + :lines", "entry_count = entry_count + :n",
+            "malformed = malformed + :malformed", "size = :size", "mtime = :mtime",
+            "inode = :inode", "indexed_at = :now", "needs_reindex = 0",
+            "last_timestamp = COALESCE(:last_ts, last_timestamp)",
+        ]
+        if batch.head is not None:
+            sets += ["head_length = :head_length", "head_fingerprint = :head_fp"]
+            params["head_length"], params["head_fp"] = batch.head
+        if batch.tail is not None:
+            sets += ["tail_offset = :tail_offset", "tail_length = :tail_length",
+                     "tail_fingerprint = :tail_fp"]
+            params["tail_offset"], params["tail_length"], params["tail_fp"] = batch.tail
+        conn.execute(f"UPDATE files SET {', '.join(sets)} WHERE id = :id", params)
+        conn.execute("COMMIT")
+        return file_id
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def forget_journal(conn: db.Connection, path: str) -> int:
+    """Remove a journal's file row, entries and terms (it was deleted). Returns 1 if it was known."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        row = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+        if row is None:
+            conn.execute("COMMIT")
+            return 0
+        store.delete_file_rows(conn, row[0])
+        conn.execute("DELETE FROM files WHERE id = ?", (row[0],))
+        conn.execute("COMMIT")
+        return 1
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def queue_reindex(conn: db.Connection, file_id: int) -> None:
+    """Mark a journal whose line no longer matches its pointer, so the next pass reads it again."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("UPDATE files SET needs_reindex = 1 WHERE id = ?", (file_id,))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def discover(locations: Locations) -> list[Path]:
+    """Every journal in the journal folders, newest (by modification time) first."""
+    found: dict[str, float] = {}
+    for root in locations.sessions_dirs:
+        for path, mtime in _walk_jsonl(str(root)):
+            found.setdefault(path, mtime)
+    return [Path(p) for p, _ in sorted(found.items(), key=lambda kv: kv[1], reverse=True)]
+
+
+def _walk_jsonl(root: str) -> Iterable[tuple[str, float]]:
+    stack = [root]
+    seen: set[tuple[int, int]] = set()
+    while stack:
+        folder = stack.pop()
+        try:
+            st = os.stat(folder)
+            key = (st.st_dev, st.st_ino)
+            if key in seen:
+                continue
+            seen.add(key)
+            with os.scandir(folder) as it:
+                for de in it:
+                    try:
+                        if de.is_dir():
+                            stack.append(de.path)
+                        elif de.name.endswith(".jsonl") and de.is_file():
+                            yield os.path.abspath(de.path), de.stat().st_mtime
+                    except OSError:
+                        continue
+        except OSError:
+            continue
+
+
+def default_owner() -> str:
+    """A lease owner name that is unique per process: host:pid."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def take_lease(conn: db.Connection, owner: str, seconds: int = LEASE_SECONDS) -> str | None:
+    """Take or renew the backfill lease; returns None when we hold it, else the current holder."""
+    now = time.time()
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        value = store.get_meta(conn, LEASE_KEY)
+        if value:
+            holder, _, expiry = value.rpartition("@")
+            try:
+                expired = float(expiry) < now
+            except ValueError:
+                expired = True
+            if holder != owner and not expired:
+                conn.execute("COMMIT")
+                return holder
+        store.set_meta(conn, LEASE_KEY, f"{owner}@{now + seconds:.3f}")
+        conn.execute("COMMIT")
+        return None
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def release_lease(conn: db.Connection, owner: str) -> None:
+    """Give the lease back if we hold it."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        value = store.get_meta(conn, LEASE_KEY)
+        if value and value.rpartition("@")[0] == owner:
+            conn.execute("DELETE FROM meta WHERE key = ?", (LEASE_KEY,))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def index_all(
+    conn: db.Connection,
+    locations: Locations,
+    journals: Iterable[str | Path] | None = None,
+    progress: Callable[[int, int, Path], None] | None = None,
+    owner: str | None = None,
+) -> IndexReport:
+    """Index the given journals, or backfill every journal newest first under the lease."""
+    started = time.perf_counter()
+    report = IndexReport()
+    if journals is not None:
+        journals = list(journals)
+        for done, path in enumerate(journals, 1):
+            report.add(index_journal(conn, path))
+            if progress:
+                progress(done, len(journals), Path(path))
+        report.seconds = time.perf_counter() - started
+        return report
+    owner = owner or default_owner()
+    holder = take_lease(conn, owner)
+    if holder is not None:
+        report.lease_holder = holder
+        report.seconds = time.perf_counter() - started
+        return report
+    try:
+        paths = discover(locations)
+        report.removed += remove_missing(conn)
+        total = len(paths)
+        for done, path in enumerate(paths, 1):
+            report.add(index_journal(conn, path))
+            if progress:
+                progress(done, total, path)
+            if take_lease(conn, owner) is not None:
+                break
+            _record_backfill(conn, total, done, complete=False)
+        else:
+            _record_backfill(conn, total, total, complete=True)
+    finally:
+        release_lease(conn, owner)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def remove_missing(conn: db.Connection) -> int:
+    """Drop the rows and terms of journals that no longer exist."""
+    removed = 0
+    for (path,) in conn.execute("SELECT path FROM files").fetchall():
+        if not os.path.exists(path):
+            removed += forget_journal(conn, path)
+    return removed
+
+
+def _record_backfill(conn: db.Connection, total: int, done: int, complete: bool) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        store.set_meta(conn, BACKFILL_KEY, orjson.dumps({
+            "journals_total": total, "journals_done": done, "complete": complete, "at": _now(),
+        }).decode())
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _now() -> str:
+    return journal.iso_utc(datetime.now(timezone.utc))

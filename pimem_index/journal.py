@@ -1,0 +1,284 @@
+"""Pi's session journal format, versions 1 to 3: the one module that knows what a line means.
+
+A journal is JSONL. The first line is a header; every other line is an entry of some type.
+Only conversation lines become index entries; settings, labels and extension state do not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import orjson
+
+KINDS = ("user", "assistant", "tool_result", "bash", "custom", "compaction", "branch_summary")
+SUMMARY_KINDS = ("compaction", "branch_summary")
+IMAGE_MARKER = "[image]"
+
+# Message roles Pi writes, and the entry kind each becomes. `hookMessage` is version 2's name
+# for `custom`; both are kept so an unmigrated version-2 journal reads the same as a migrated one.
+ROLE_KINDS = {
+    "user": "user",
+    "assistant": "assistant",
+    "toolResult": "tool_result",
+    "bashExecution": "bash",
+    "custom": "custom",
+    "hookMessage": "custom",
+}
+
+_CANONICAL_TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+
+
+@dataclass(slots=True)
+class Header:
+    """The `session` line: who, where and when the session started."""
+
+    session_id: str | None
+    cwd: str | None
+    timestamp: str | None
+    parent_session: str | None
+    version: int
+
+
+@dataclass(slots=True)
+class SessionName:
+    """A `session_info` line: the name the user gave the session."""
+
+    name: str | None
+
+
+@dataclass(slots=True)
+class Entry:
+    """One conversation line as the index sees it: metadata plus the text to index and show."""
+
+    id: str
+    parent_id: str | None
+    timestamp: str | None
+    kind: str
+    role: str | None
+    tool: str | None
+    text: str
+    tokens_before: int | None = None
+
+
+class Malformed(Exception):
+    """A line that is not a JSON object: skipped and counted, never fatal."""
+
+
+def fingerprint(data: bytes) -> int:
+    """A 64-bit signed fingerprint of a line's bytes, stored to detect a rewritten journal."""
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big", signed=True)
+
+
+def loads(line: bytes) -> dict:
+    """Parse one journal line; invalid UTF-8 is replaced rather than losing the line."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        try:
+            obj = orjson.loads(line.decode("utf-8", "replace"))
+        except orjson.JSONDecodeError as e:
+            raise Malformed(str(e)) from None
+    if not isinstance(obj, dict):
+        raise Malformed("not a JSON object")
+    return obj
+
+
+def parse_line(line: bytes, lineno: int) -> Header | SessionName | Entry | None:
+    """Interpret one line (without its newline). None for lines that are not entries."""
+    return interpret(loads(line), lineno)
+
+
+def interpret(obj: dict, lineno: int) -> Header | SessionName | Entry | None:
+    """Turn a parsed line into a Header, a SessionName, an Entry, or None."""
+    kind = obj.get("type")
+    if kind == "message":
+        return _message_entry(obj, lineno)
+    if kind == "compaction":
+        tokens = obj.get("tokensBefore")
+        return Entry(
+            id=_entry_id(obj, lineno),
+            parent_id=_str_or_none(obj.get("parentId")),
+            timestamp=_timestamp(obj),
+            kind="compaction",
+            role=None,
+            tool=None,
+            text=_str(obj.get("summary")),
+            tokens_before=tokens if isinstance(tokens, int) else None,
+        )
+    if kind == "branch_summary":
+        return Entry(
+            id=_entry_id(obj, lineno),
+            parent_id=_str_or_none(obj.get("parentId")),
+            timestamp=_timestamp(obj),
+            kind="branch_summary",
+            role=None,
+            tool=None,
+            text=_str(obj.get("summary")),
+        )
+    if kind == "custom_message":
+        return Entry(
+            id=_entry_id(obj, lineno),
+            parent_id=_str_or_none(obj.get("parentId")),
+            timestamp=_timestamp(obj),
+            kind="custom",
+            role="custom",
+            tool=_str_or_none(obj.get("customType")),
+            text=content_text(obj.get("content")),
+        )
+    if kind == "session":
+        version = obj.get("version")
+        return Header(
+            session_id=_str_or_none(obj.get("id")),
+            cwd=_str_or_none(obj.get("cwd")),
+            timestamp=normalize_timestamp(obj.get("timestamp")),
+            parent_session=_str_or_none(obj.get("parentSession") or obj.get("branchedFrom")),
+            version=version if isinstance(version, int) else 1,
+        )
+    if kind == "session_info":
+        return SessionName(name=_str_or_none(obj.get("name")))
+    return None
+
+
+def _message_entry(obj: dict, lineno: int) -> Entry | None:
+    message = obj.get("message")
+    if not isinstance(message, dict):
+        return None
+    role = message.get("role")
+    kind = ROLE_KINDS.get(role) if isinstance(role, str) else None
+    if kind is None:
+        return None
+    tool = None
+    if kind == "assistant":
+        text, tools = _assistant_text(message.get("content"))
+        tool = ",".join(tools) if tools else None
+    elif kind == "tool_result":
+        text = content_text(message.get("content"))
+        tool = _str_or_none(message.get("toolName"))
+    elif kind == "bash":
+        command = _str(message.get("command"))
+        output = _str(message.get("output"))
+        text = f"$ {command}\n{output}" if output else f"$ {command}"
+    elif kind == "custom":
+        text = content_text(message.get("content"))
+        tool = _str_or_none(message.get("customType"))
+    else:
+        text = content_text(message.get("content"))
+    return Entry(
+        id=_entry_id(obj, lineno),
+        parent_id=_str_or_none(obj.get("parentId")),
+        timestamp=_timestamp(obj, message),
+        kind=kind,
+        role=role,
+        tool=tool,
+        text=text,
+    )
+
+
+def content_text(content) -> str:
+    """Text of a string or a list of text/image blocks; each image becomes `[image]`."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        btype = block.get("type")
+        if btype == "text":
+            parts.append(_str(block.get("text")))
+        elif btype == "image":
+            parts.append(IMAGE_MARKER)
+    return "\n".join(parts)
+
+
+def _assistant_text(content) -> tuple[str, list[str]]:
+    """Text, plain thinking and tool calls (name and arguments); never signatures or redacted thinking."""
+    if isinstance(content, str):
+        return content, []
+    if not isinstance(content, list):
+        return "", []
+    parts: list[str] = []
+    tools: list[str] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        btype = block.get("type")
+        if btype == "text":
+            parts.append(_str(block.get("text")))
+        elif btype == "thinking":
+            if not block.get("redacted"):
+                parts.append(_str(block.get("thinking")))
+        elif btype == "toolCall":
+            name = _str(block.get("name"))
+            if name and name not in tools:
+                tools.append(name)
+            parts.append(tool_call_text(name, block.get("arguments")))
+        elif btype == "image":
+            parts.append(IMAGE_MARKER)
+    return "\n".join(p for p in parts if p), tools
+
+
+def tool_call_text(name: str, arguments) -> str:
+    """A tool call as readable text: the name, then each argument as `key: value`."""
+    lines = [name]
+    if isinstance(arguments, dict):
+        for key, value in arguments.items():
+            if isinstance(value, str):
+                lines.append(f"{key}: {value}")
+            else:
+                lines.append(f"{key}: {orjson.dumps(value).decode()}")
+    elif arguments is not None:
+        lines.append(orjson.dumps(arguments).decode() if not isinstance(arguments, str) else arguments)
+    return "\n".join(lines)
+
+
+def _entry_id(obj: dict, lineno: int) -> str:
+    value = obj.get("id")
+    if isinstance(value, str) and value:
+        return value
+    return f"L{lineno}"
+
+
+def _timestamp(obj: dict, message: dict | None = None) -> str | None:
+    ts = normalize_timestamp(obj.get("timestamp"))
+    if ts is None and message is not None:
+        ts = normalize_timestamp(message.get("timestamp"))
+    return ts
+
+
+def normalize_timestamp(value) -> str | None:
+    """Pi's ISO strings as they are; epoch milliseconds or other ISO forms as UTC `...T..:..:..mmmZ`."""
+    if isinstance(value, str):
+        if _CANONICAL_TS.match(value):
+            return value
+        try:
+            dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=timezone.utc)
+        return iso_utc(dt)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return iso_utc(datetime.fromtimestamp(value / 1000, tz=timezone.utc))
+        except (OverflowError, OSError, ValueError):
+            return None
+    return None
+
+
+def iso_utc(dt: datetime) -> str:
+    """Format an aware datetime the way Pi does: UTC with milliseconds and a Z."""
+    dt = dt.astimezone(timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def _str(value) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _str_or_none(value) -> str | None:
+    return value if isinstance(value, str) and value else None

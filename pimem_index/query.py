@@ -1,0 +1,474 @@
+"""Search, read and summaries over the index, rereading and redacting every text from the journal.
+
+Replies are plain dicts in the contract's JSON shapes, identical for the CLI and the HTTP API.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+import orjson
+
+from . import db, indexer, journal, store
+from .errors import UserError
+from .locations import Locations
+from .redact import redact
+
+SCOPES = ("session", "project", "global")
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 100
+CANDIDATES = 400
+PAGE_CHARS = 16_000
+EXCERPT_CHARS = 300
+RECENCY_DAYS = 30.0
+WHOLE_REDACT_CHARS = 200_000
+EXCERPT_WINDOW = 20_000
+UNAVAILABLE = "[journal line unavailable]"
+
+ENTRY_COLUMNS = (
+    "e.rowid, e.id, e.session_id, e.timestamp, e.kind, e.role, e.tool, f.cwd, f.path, "
+    "e.offset, e.length, e.fingerprint, e.line, e.file_id, e.chars, e.tokens_before"
+)
+_TERM = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which entries a request may see: one session, one project root, or everything."""
+
+    name: str
+    root: str | None = None
+    session_id: str | None = None
+    exact: bool = False
+
+    def predicate(self) -> tuple[str, list]:
+        """SQL over `files f` (and `e`) that keeps this scope's entries: the one scope rule."""
+        if self.name == "session":
+            return "e.session_id = ?", [self.session_id]
+        if self.name == "project":
+            if self.exact:
+                return "f.cwd = ?", [self.root]
+            return "(f.cwd = ? OR f.cwd LIKE ? ESCAPE '\\')", [self.root, like_prefix(self.root)]
+        return "1", []
+
+    def as_json(self) -> dict:
+        return {"scope": self.name, "root": self.root if self.name == "project" else None}
+
+
+def like_prefix(root: str) -> str:
+    """`root/%` with LIKE's wildcards and the escape character escaped."""
+    escaped = root.rstrip("/").replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "/%"
+
+
+def project_root(conn: db.Connection, cwd: str, home: str | None = None) -> tuple[str, bool]:
+    """The outermost ancestor of cwd that has sessions of its own.
+
+    A direct child of home or of `/` counts only when it is the cwd itself, and home or `/`
+    never make a project of everything below them. Returns (root, exact).
+    """
+    cwd = os.path.normpath(cwd)
+    home = os.path.normpath(home or os.path.expanduser("~"))
+    if cwd in (home, "/"):
+        return cwd, True
+    chain = []
+    path = cwd
+    while True:
+        chain.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    candidates = []
+    for p in reversed(chain):
+        if p in ("/", home):
+            continue
+        parent = os.path.dirname(p)
+        if parent in ("/", home) and p != cwd:
+            continue
+        candidates.append(p)
+    if not candidates:
+        return cwd, False
+    marks = ",".join("?" * len(candidates))
+    have = {r[0] for r in conn.execute(
+        f"SELECT DISTINCT cwd FROM files WHERE cwd IN ({marks})", candidates)}
+    for p in candidates:
+        if p in have:
+            return p, False
+    return cwd, False
+
+
+def resolve_scope(conn: db.Connection, scope: str | None, *, cwd: str | None = None,
+                  session_id: str | None = None, journal_path: str | None = None,
+                  max_scope: str = "global", home: str | None = None) -> Scope:
+    """Check a requested scope against the widest allowed and turn it into a Scope."""
+    scope = scope or "project"
+    if scope not in SCOPES:
+        raise UserError(f"unknown scope {scope!r}: use session, project or global (e.g. scope=project)")
+    if SCOPES.index(scope) > SCOPES.index(max_scope):
+        raise UserError(
+            f"scope {scope!r} is wider than allowed here: the widest is {max_scope!r} (e.g. scope={max_scope})"
+        )
+    if scope == "session":
+        sid = session_id or _session_of(conn, journal_path)
+        if not sid:
+            raise UserError("scope 'session' needs a session id or a journal (e.g. --session 0b6e6f2c-...)")
+        return Scope("session", session_id=sid)
+    if scope == "project":
+        root, exact = project_root(conn, cwd or os.getcwd(), home)
+        return Scope("project", root=root, exact=exact)
+    return Scope("global")
+
+
+def _session_of(conn: db.Connection, journal_path: str | None) -> str | None:
+    if not journal_path:
+        return None
+    row = conn.execute("SELECT session_id FROM files WHERE path = ?",
+                       (os.path.abspath(journal_path),)).fetchone()
+    return row[0] if row else None
+
+
+def parse_bound(value: str | None, *, end: bool, name: str) -> str | None:
+    """A YYYY-MM-DD local day (its first or last millisecond) or an ISO date-time, as UTC ISO."""
+    if value is None or value == "":
+        return None
+    text = value.strip()
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            day = date.fromisoformat(text)
+            clock = (23, 59, 59, 999_000) if end else (0, 0, 0, 0)
+            dt = datetime(day.year, day.month, day.day, *clock).astimezone()
+        else:
+            dt = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+            if dt.tzinfo is None:
+                dt = dt.astimezone()
+    except ValueError:
+        raise UserError(
+            f"{name}: cannot read {value!r} as a date: use YYYY-MM-DD (e.g. 2026-03-15) "
+            "or an ISO date-time (e.g. 2026-03-15T22:40:00Z)"
+        ) from None
+    return journal.iso_utc(dt)
+
+
+def check_kinds(kinds) -> list[str]:
+    kinds = [k for k in (kinds or ()) if k]
+    for k in kinds:
+        if k not in journal.KINDS:
+            raise UserError(f"unknown kind {k!r}: use one of {', '.join(journal.KINDS)} (e.g. kind=tool_result)")
+    return kinds
+
+
+def check_limit(limit) -> int:
+    if limit is None or limit == "":
+        return DEFAULT_LIMIT
+    try:
+        value = int(limit)
+    except (TypeError, ValueError):
+        raise UserError(f"limit must be a whole number from 1 to {MAX_LIMIT} (e.g. limit=20)") from None
+    if not 1 <= value <= MAX_LIMIT:
+        raise UserError(f"limit must be a whole number from 1 to {MAX_LIMIT} (e.g. limit=20)")
+    return value
+
+
+def check_offset(offset) -> int:
+    if offset is None or offset == "":
+        return 0
+    try:
+        value = int(offset)
+    except (TypeError, ValueError):
+        raise UserError("offset must be a whole number, 0 or more (e.g. offset=16000)") from None
+    if value < 0:
+        raise UserError("offset must be a whole number, 0 or more (e.g. offset=16000)")
+    return value
+
+
+def query_terms(query: str | None) -> list[str]:
+    """Every run of letters or digits: FTS5 syntax in a query is only text."""
+    seen: list[str] = []
+    for term in _TERM.findall(query or ""):
+        t = term.lower()
+        if t not in seen:
+            seen.append(t)
+    return seen
+
+
+def fts_expression(terms: list[str], op: str) -> str:
+    return f" {op} ".join(f'"{t}"' for t in terms)
+
+
+def _filters(scope: Scope, since: str | None, until: str | None, kinds: list[str]) -> tuple[str, list]:
+    sql, params = scope.predicate()
+    clauses = [sql]
+    if since:
+        clauses.append("e.timestamp >= ?")
+        params.append(since)
+    if until:
+        clauses.append("e.timestamp <= ?")
+        params.append(until)
+    if kinds:
+        clauses.append(f"e.kind IN ({','.join('?' * len(kinds))})")
+        params.extend(kinds)
+    return " AND ".join(clauses), params
+
+
+def search(conn: db.Connection, locations: Locations, query: str | None = None, *,
+           scope: str | None = "project", cwd: str | None = None, session_id: str | None = None,
+           journal_path: str | None = None, since: str | None = None, until: str | None = None,
+           kinds=(), limit=DEFAULT_LIMIT, max_scope: str = "global", home: str | None = None,
+           action: str = "search") -> dict:
+    """Entries matching every term (else any term), best first with a recency discount."""
+    kinds = check_kinds(kinds)
+    limit = check_limit(limit)
+    since_iso = parse_bound(since, end=False, name="since")
+    until_iso = parse_bound(until, end=True, name="until")
+    sc = resolve_scope(conn, scope, cwd=cwd, session_id=session_id, journal_path=journal_path,
+                       max_scope=max_scope, home=home)
+    where, params = _filters(sc, since_iso, until_iso, kinds)
+    terms = query_terms(query)
+    reply: dict = {"action": action, **sc.as_json()}
+    if not terms:
+        rows = conn.execute(
+            f"SELECT {ENTRY_COLUMNS} FROM entries e JOIN files f ON f.id = e.file_id "
+            f"WHERE {where} ORDER BY e.timestamp DESC, e.rowid DESC LIMIT ?",
+            [*params, limit],
+        ).fetchall()
+        reply["match"] = "recent"
+        reply["results"] = [_hit(conn, r, None, []) for r in rows]
+    else:
+        match = "all"
+        rows = _ranked(conn, fts_expression(terms, "AND"), where, params)
+        if not rows and len(terms) > 1:
+            match = "any"
+            rows = _ranked(conn, fts_expression(terms, "OR"), where, params)
+        now = time.time()
+        scored = sorted(((_rerank(r, now), r) for r in rows), key=lambda sr: sr[0], reverse=True)
+        reply["match"] = match
+        if match == "any":
+            reply["hint"] = "no entry has every term; showing entries with any of them"
+        reply["results"] = [_hit(conn, r, score, terms) for score, r in scored[:limit]]
+    reply["indexing"] = indexing_state(conn, locations)
+    return reply
+
+
+def summaries(conn: db.Connection, locations: Locations, query: str | None = None, **kwargs) -> dict:
+    """Compaction and branch summaries: newest first, or searched, with the same filters."""
+    kinds = check_kinds(kwargs.pop("kinds", ()) or ())
+    wrong = [k for k in kinds if k not in journal.SUMMARY_KINDS]
+    if wrong:
+        raise UserError(f"summaries holds only compaction and branch_summary entries, not {wrong[0]!r} "
+                        "(e.g. kind=compaction)")
+    return search(conn, locations, query, kinds=kinds or list(journal.SUMMARY_KINDS),
+                  action="summaries", **kwargs)
+
+
+def _ranked(conn, expression: str, where: str, params: list) -> list:
+    return conn.execute(
+        f"SELECT {ENTRY_COLUMNS}, bm25(entries_fts) AS bm25 FROM entries_fts "
+        "JOIN entries e ON e.rowid = entries_fts.rowid JOIN files f ON f.id = e.file_id "
+        f"WHERE entries_fts MATCH ? AND {where} ORDER BY bm25 LIMIT {CANDIDATES}",
+        [expression, *params],
+    ).fetchall()
+
+
+def _rerank(row, now: float) -> float:
+    """-bm25 / (1 + age / 30 days): a month-old entry counts half an equally relevant new one."""
+    age_days = max(0.0, (now - _epoch(row[3])) / 86400.0) if row[3] else 365.0
+    return -row[-1] / (1.0 + age_days / RECENCY_DAYS)
+
+
+def _epoch(ts: str) -> float:
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def entry_json(row) -> dict:
+    """The contract's entry keys (and a few more) from an ENTRY_COLUMNS row."""
+    data = {
+        "id": row[1], "session_id": row[2], "timestamp": row[3], "kind": row[4],
+        "role": row[5], "tool": row[6], "cwd": row[7], "journal": row[8], "chars": row[14],
+    }
+    if row[4] == "compaction":
+        data["tokens_before"] = row[15]
+    return data
+
+
+def _hit(conn, row, score: float | None, terms: list[str]) -> dict:
+    hit = entry_json(row)
+    text = reread(conn, row)
+    if text is None:
+        hit["excerpt"] = UNAVAILABLE
+        hit["stale"] = True
+    else:
+        hit["excerpt"] = excerpt(text, terms)
+    hit["score"] = float(f"{score:.6g}") if score is not None else None
+    return hit
+
+
+def reread(conn, row) -> str | None:
+    """The entry's unredacted text from its journal line, or None when the line is not the entry.
+
+    The line must carry the requested id and the stored fingerprint; otherwise the journal is
+    queued for reindexing and the text is unavailable, never another entry's.
+    """
+    entry_id, path, offset, length, fp, line_no, file_id = row[1], row[8], row[9], row[10], row[11], row[12], row[13]
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            data = fh.read(length)
+    except OSError:
+        return None
+    item = None
+    if len(data) == length and journal.fingerprint(data) == fp:
+        try:
+            item = journal.parse_line(data, line_no)
+        except journal.Malformed:
+            item = None
+    if not isinstance(item, journal.Entry) or item.id != entry_id:
+        _queue_reindex(conn, file_id)
+        return None
+    return item.text
+
+
+def _queue_reindex(conn, file_id: int) -> None:
+    try:
+        indexer.queue_reindex(conn, file_id)
+    except db.OperationalError:
+        pass  # read-only or busy: the next pass's fingerprint checks find the change anyway
+
+
+def excerpt(text: str, terms: list[str], width: int = EXCERPT_CHARS) -> str:
+    """Redacted text around the first matching term, on one line, at most about `width` characters."""
+    if len(text) > WHOLE_REDACT_CHARS:
+        pos = _first_term(text, terms)
+        start = max(0, pos - EXCERPT_WINDOW // 2)
+        begin = text.rfind("-----BEGIN", 0, start)
+        if begin >= 0 and text.find("-----END", begin, start) < 0:
+            start = begin
+        start = text.rfind("\n", 0, start) + 1
+        end = text.find("\n", pos + EXCERPT_WINDOW // 2)
+        text = text[start:] if end < 0 else text[start:end]
+    clean = redact(text)
+    pos = _first_term(clean, terms) if terms else 0
+    lead = width // 3 if terms else 0
+    start = max(0, pos - lead)
+    if start:
+        space = clean.rfind(" ", max(0, start - 20), start)
+        start = space + 1 if space >= 0 else start
+    piece = clean[start:start + width]
+    if start + width < len(clean):
+        cut = piece.rfind(" ", width - 40)
+        piece = (piece[:cut] if cut > 0 else piece) + " …"
+    if start:
+        piece = "… " + piece
+    return " ".join(piece.split())
+
+
+def _first_term(text: str, terms: list[str]) -> int:
+    lowered = text.lower()
+    best = -1
+    for t in terms:
+        m = re.search(r"(?<![^\W_])" + re.escape(t), lowered)
+        if m and (best < 0 or m.start() < best):
+            best = m.start()
+    return max(best, 0)
+
+
+def read(conn: db.Connection, locations: Locations, entry_id: str, *, session_id: str | None = None,
+         cwd: str | None = None, scope: str | None = "project", journal_path: str | None = None,
+         offset=0, max_scope: str = "global", home: str | None = None) -> dict:
+    """One entry's redacted text, 16,000 characters a page, reread and checked against its pointer."""
+    offset = check_offset(offset)
+    if not entry_id:
+        raise UserError("read needs an entry id (e.g. pimem read c3d4e5f6)")
+    sc = resolve_scope(conn, scope, cwd=cwd, session_id=session_id, journal_path=journal_path,
+                       max_scope=max_scope, home=home)
+    where, params = sc.predicate()
+    rows = conn.execute(
+        f"SELECT {ENTRY_COLUMNS} FROM entries e JOIN files f ON f.id = e.file_id "
+        f"WHERE e.id = ? AND {where} ORDER BY e.timestamp DESC LIMIT 50",
+        [entry_id, *params],
+    ).fetchall()
+    current = session_id or _session_of(conn, journal_path)
+    preferred = [r for r in rows if current and r[2] == current]
+    if len(preferred) == 1:
+        rows = preferred
+    if not rows:
+        return {"action": "read", "status": "not_found", **sc.as_json()}
+    if len(rows) > 1:
+        return {"action": "read", "status": "ambiguous", **sc.as_json(), "candidates": [
+            {"session_id": r[2], "timestamp": r[3], "kind": r[4], "cwd": r[7], "journal": r[8]}
+            for r in rows
+        ]}
+    row = rows[0]
+    if not os.path.exists(row[8]):
+        return {"action": "read", "status": "unavailable", **sc.as_json(),
+                "reason": f"the journal {row[8]} no longer exists"}
+    text = reread(conn, row)
+    if text is None:
+        return {"action": "read", "status": "unavailable", **sc.as_json(),
+                "reason": "the journal line changed since it was indexed; the journal is queued for reindexing"}
+    clean = redact(text)
+    total = len(clean)
+    if offset > total:
+        raise UserError(f"offset {offset} is past the end of this entry ({total} characters; e.g. offset=0)")
+    end = offset + PAGE_CHARS
+    return {
+        "action": "read", "status": "ok", **sc.as_json(), "entry": entry_json(row),
+        "text": clean[offset:end], "offset": offset,
+        "next_offset": end if end < total else None, "total_chars": total,
+    }
+
+
+def indexing_state(conn: db.Connection, locations: Locations) -> dict:
+    """How far backfill has come; when incomplete, a note that results may be incomplete."""
+    raw = store.get_meta(conn, indexer.BACKFILL_KEY)
+    state = orjson.loads(raw) if raw else None
+    if state is None:
+        total = len(indexer.discover(locations))
+        done = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
+        complete = total == 0
+    else:
+        total, done, complete = state["journals_total"], state["journals_done"], state["complete"]
+    reply = {"complete": bool(complete), "journals_indexed": min(done, total) if total else done,
+             "journals_total": total}
+    if not complete:
+        reply["note"] = (f"indexing is not complete ({reply['journals_indexed']} of {total} journals); "
+                         "results may be incomplete")
+    return reply
+
+
+def status(conn: db.Connection, locations: Locations) -> dict:
+    """The contract's status figures: what the index holds and how much is left to index."""
+    sessions, entries, indexed = conn.execute(
+        "SELECT (SELECT COUNT(*) FROM files WHERE session_id IS NOT NULL), "
+        "(SELECT COUNT(*) FROM entries), (SELECT COALESCE(SUM(cursor), 0) FROM files)"
+    ).fetchone()
+    summaries_count = conn.execute(
+        "SELECT COUNT(*) FROM entries WHERE kind IN ('compaction', 'branch_summary')"
+    ).fetchone()[0]
+    known = {r[0]: r[1:] for r in conn.execute("SELECT path, size, mtime, needs_reindex FROM files")}
+    journals = indexer.discover(locations)
+    pending = 0
+    for path in journals:
+        row = known.get(str(path))
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        if row is None or row[0] != st.st_size or row[1] != st.st_mtime or row[2]:
+            pending += 1
+    db_path = Path(locations.db_path)
+    db_bytes = sum(p.stat().st_size for p in (db_path, Path(f"{db_path}-wal")) if p.exists())
+    return {
+        "sessions": sessions, "entries": entries, "summaries": summaries_count,
+        "indexed_bytes": indexed, "journals_total": len(journals), "journals_pending": pending,
+        "db_bytes": db_bytes, "schema_version": store.SCHEMA_VERSION,
+        "db": str(db_path), "sessions_dirs": [str(d) for d in locations.sessions_dirs],
+    }

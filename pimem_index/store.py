@@ -1,0 +1,170 @@
+"""The index schema: metadata, byte pointers and a contentless FTS5 term index, never journal text.
+
+The whole file is derived from the journals. An index written by another schema version
+is deleted and rebuilt rather than read with the wrong meaning.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from . import db
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT
+);
+CREATE TABLE IF NOT EXISTS files (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    session_id TEXT,
+    cwd TEXT,
+    started TEXT,
+    parent_session TEXT,
+    name TEXT,
+    version INTEGER,
+    size INTEGER NOT NULL DEFAULT 0,
+    mtime REAL,
+    inode INTEGER,
+    cursor INTEGER NOT NULL DEFAULT 0,
+    lines INTEGER NOT NULL DEFAULT 0,
+    entry_count INTEGER NOT NULL DEFAULT 0,
+    malformed INTEGER NOT NULL DEFAULT 0,
+    head_length INTEGER,
+    head_fingerprint INTEGER,
+    tail_offset INTEGER,
+    tail_length INTEGER,
+    tail_fingerprint INTEGER,
+    last_timestamp TEXT,
+    indexed_at TEXT,
+    needs_reindex INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS files_cwd ON files(cwd);
+CREATE INDEX IF NOT EXISTS files_session_id ON files(session_id);
+CREATE TABLE IF NOT EXISTS entries (
+    rowid INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL REFERENCES files(id),
+    id TEXT NOT NULL,
+    parent_id TEXT,
+    session_id TEXT,
+    timestamp TEXT,
+    kind TEXT NOT NULL,
+    role TEXT,
+    tool TEXT,
+    chars INTEGER NOT NULL,
+    line INTEGER NOT NULL,
+    offset INTEGER NOT NULL,
+    length INTEGER NOT NULL,
+    fingerprint INTEGER NOT NULL,
+    tokens_before INTEGER
+);
+CREATE INDEX IF NOT EXISTS entries_file_offset ON entries(file_id, offset);
+CREATE INDEX IF NOT EXISTS entries_id ON entries(id);
+CREATE INDEX IF NOT EXISTS entries_timestamp ON entries(timestamp);
+CREATE INDEX IF NOT EXISTS entries_kind_timestamp ON entries(kind, timestamp);
+CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts USING fts5(
+    text,
+    content='',
+    contentless_delete=1,
+    tokenize='unicode61 remove_diacritics 2'
+);
+CREATE VIEW IF NOT EXISTS sessions AS
+SELECT
+    files.session_id,
+    files.name,
+    files.cwd,
+    files.started,
+    files.last_timestamp,
+    files.entry_count AS entries,
+    files.size AS bytes,
+    files.parent_session,
+    files.path AS journal
+FROM files
+WHERE files.session_id IS NOT NULL;
+"""
+
+
+def open_index(path: str | Path) -> db.Connection:
+    """Open the index, creating it (and its folder) or rebuilding it when its schema differs."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = db.connect(str(path))
+    version = schema_version(conn)
+    if version is not None and version != SCHEMA_VERSION:
+        conn.close()
+        delete_index_files(path)
+        conn = db.connect(str(path))
+    ensure_schema(conn)
+    return conn
+
+
+def schema_version(conn: db.Connection) -> int | None:
+    """The index's schema version, or None for a new (empty) file."""
+    has_meta = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+    ).fetchone()
+    if not has_meta:
+        has_any = conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone()
+        return 0 if has_any else None
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    try:
+        return int(row[0]) if row else 0
+    except (TypeError, ValueError):
+        return 0
+
+
+def ensure_schema(conn: db.Connection) -> None:
+    """Create the tables if missing and record the schema version."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _statements(SCHEMA):
+            conn.execute(statement)
+        conn.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+            (str(SCHEMA_VERSION),),
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";\n") if s.strip()]
+
+
+def delete_index_files(path: Path) -> None:
+    """Remove the index and its -wal and -shm companions."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            os.remove(f"{path}{suffix}")
+        except FileNotFoundError:
+            pass
+
+
+def get_meta(conn: db.Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def set_meta(conn: db.Connection, key: str, value: str | None) -> None:
+    """Write a meta value; the caller owns the transaction."""
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
+
+
+def delete_file_rows(conn: db.Connection, file_id: int) -> int:
+    """Remove a journal's entries and their terms; the caller owns the transaction."""
+    conn.execute(
+        "DELETE FROM entries_fts WHERE rowid IN (SELECT rowid FROM entries WHERE file_id = ?)",
+        (file_id,),
+    )
+    cur = conn.execute("DELETE FROM entries WHERE file_id = ?", (file_id,))
+    return cur.rowcount

@@ -1,0 +1,176 @@
+"""Write journals line by line the way Pi does: compact JSON, one object a line, appended."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+
+def iso(dt: datetime) -> str:
+    dt = dt.astimezone(timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def encode_cwd(cwd: str) -> str:
+    """Pi's per-project folder name for a cwd (lossy; the header holds the real cwd)."""
+    return "--" + cwd.lstrip("/\\").replace("/", "-").replace("\\", "-").replace(":", "-") + "--"
+
+
+class Journal:
+    """A Pi session journal being written: each method appends one line and returns its id."""
+
+    def __init__(self, sessions_dir: Path, cwd: str, *, version: int = 3,
+                 start: datetime | None = None, session_id: str | None = None,
+                 path: Path | None = None, parent_session: str | None = None,
+                 header: bool = True):
+        self.cwd = cwd
+        self.version = version
+        self.session_id = session_id or str(uuid.uuid4())
+        self.now = start or datetime.now(timezone.utc) - timedelta(hours=1)
+        if path is None:
+            stamp = iso(self.now).replace(":", "-").replace(".", "-")
+            path = Path(sessions_dir) / encode_cwd(cwd) / f"{stamp}_{self.session_id}.jsonl"
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.last_id: str | None = None
+        self.lines = 0
+        self._counter = 0
+        if header:
+            self.header(parent_session=parent_session)
+
+    # -- plumbing
+    def tick(self, seconds: float = 1.0) -> str:
+        self.now += timedelta(seconds=seconds)
+        return iso(self.now)
+
+    def write_line(self, obj: dict) -> None:
+        self.append_bytes(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
+
+    def append_bytes(self, data: bytes) -> None:
+        with open(self.path, "ab") as fh:
+            fh.write(data)
+        self.lines += data.count(b"\n")
+
+    def _new_id(self) -> str:
+        self._counter += 1
+        return uuid.uuid4().hex[:8]
+
+    def entry(self, obj: dict, seconds: float = 1.0) -> str:
+        """Append an entry line with Pi's common keys; version 1 lines carry no ids."""
+        line = {"type": obj.pop("type")}
+        ts = self.tick(seconds)
+        if self.version >= 2:
+            entry_id = self._new_id()
+            line.update({"id": entry_id, "parentId": self.last_id, "timestamp": ts})
+        else:
+            entry_id = f"L{self.lines + 1}"
+            line["timestamp"] = ts
+        line.update(obj)
+        self.write_line(line)
+        self.last_id = entry_id
+        return entry_id
+
+    def _ms(self) -> int:
+        return int(self.now.timestamp() * 1000)
+
+    # -- line types
+    def header(self, parent_session: str | None = None, **extra) -> None:
+        line = {"type": "session"}
+        if self.version >= 2:
+            line["version"] = self.version
+        line.update({"id": self.session_id, "timestamp": iso(self.now), "cwd": self.cwd})
+        if parent_session:
+            line["parentSession"] = parent_session
+        line.update(extra)
+        self.write_line(line)
+
+    def message(self, message: dict, seconds: float = 1.0) -> str:
+        message = dict(message)
+        message.setdefault("timestamp", self._ms() + int(seconds * 1000))
+        return self.entry({"type": "message", "message": message}, seconds)
+
+    def user(self, text: str | None = None, *, images: int = 0, as_string: bool = False) -> str:
+        if as_string:
+            return self.message({"role": "user", "content": text})
+        content = [{"type": "text", "text": text}] if text is not None else []
+        content += [{"type": "image", "data": "iVBORw0KGgo" + "QUFB" * 200, "mimeType": "image/png"}
+                    for _ in range(images)]
+        return self.message({"role": "user", "content": content})
+
+    def assistant(self, text: str | None = None, *, thinking: str | None = None,
+                  signature: str | None = None, redacted_thinking: str | None = None,
+                  tool_calls: list[tuple[str, dict]] = (), stop: str | None = None) -> str:
+        content: list[dict] = []
+        if thinking is not None:
+            block = {"type": "thinking", "thinking": thinking}
+            if signature:
+                block["thinkingSignature"] = signature
+            content.append(block)
+        if redacted_thinking is not None:
+            content.append({"type": "thinking", "thinking": "[Reasoning redacted]",
+                            "thinkingSignature": redacted_thinking, "redacted": True})
+        if text is not None:
+            content.append({"type": "text", "text": text})
+        for name, args in tool_calls:
+            content.append({"type": "toolCall", "id": "toolu_" + uuid.uuid4().hex[:20],
+                            "name": name, "arguments": args})
+        return self.message({
+            "role": "assistant", "content": content, "api": "anthropic-messages",
+            "provider": "anthropic", "model": "claude-sonnet-4-5",
+            "usage": {"input": 2775, "output": 141, "cacheRead": 0, "cacheWrite": 0,
+                      "totalTokens": 2916, "cost": {"input": 0.0083, "output": 0.0021,
+                                                    "cacheRead": 0, "cacheWrite": 0, "total": 0.0104}},
+            "stopReason": stop or ("toolUse" if tool_calls else "stop"),
+        })
+
+    def tool_result(self, tool: str, text: str, *, images: int = 0, is_error: bool = False) -> str:
+        content = [{"type": "text", "text": text}]
+        content += [{"type": "image", "data": "iVBORw0KGgo" + "QkJC" * 200, "mimeType": "image/png"}
+                    for _ in range(images)]
+        return self.message({"role": "toolResult", "toolCallId": "toolu_" + uuid.uuid4().hex[:20],
+                             "toolName": tool, "content": content, "isError": is_error})
+
+    def bash(self, command: str, output: str, exit_code: int = 0) -> str:
+        return self.message({"role": "bashExecution", "command": command, "output": output,
+                             "exitCode": exit_code, "cancelled": False, "truncated": False})
+
+    def hook_message(self, custom_type: str, text: str, role: str = "custom") -> str:
+        return self.message({"role": role, "customType": custom_type, "content": text,
+                             "display": True})
+
+    def custom_message(self, custom_type: str, content) -> str:
+        return self.entry({"type": "custom_message", "customType": custom_type,
+                           "content": content, "display": True})
+
+    def custom_state(self, custom_type: str, data: dict) -> str:
+        return self.entry({"type": "custom", "customType": custom_type, "data": data})
+
+    def compaction(self, summary: str, tokens_before: int = 175004) -> str:
+        extra = ({"firstKeptEntryId": self.last_id} if self.version >= 2
+                 else {"firstKeptEntryIndex": max(self.lines - 2, 1)})
+        return self.entry({"type": "compaction", "summary": summary, "tokensBefore": tokens_before,
+                           **extra, "details": {"readFiles": [], "modifiedFiles": []},
+                           "fromHook": False})
+
+    def branch_summary(self, summary: str, from_id: str | None = None) -> str:
+        return self.entry({"type": "branch_summary", "fromId": from_id or self.last_id,
+                           "summary": summary})
+
+    def model_change(self, model: str = "gpt-5") -> str:
+        return self.entry({"type": "model_change", "provider": "openai", "modelId": model})
+
+    def thinking_level_change(self, level: str = "high") -> str:
+        return self.entry({"type": "thinking_level_change", "thinkingLevel": level})
+
+    def label(self, target: str, label: str) -> str:
+        return self.entry({"type": "label", "targetId": target, "label": label})
+
+    def session_info(self, name: str) -> str:
+        return self.entry({"type": "session_info", "name": name})
+
+    def set_mtime(self, when: datetime) -> None:
+        ts = when.timestamp()
+        os.utime(self.path, (ts, ts))

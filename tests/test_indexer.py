@@ -1,0 +1,384 @@
+"""The incremental indexer: what becomes an entry and a term, and what survives bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from pimem_index import indexer, store
+from pimem_index.indexer import index_all, index_journal
+
+SECRET = "gh" + "p_" + "Zq8xK2mN4pR6tV9wY1bD3fH5jL7nQ0sU2xA4"
+
+
+def vocab(conn) -> dict[str, int]:
+    """Every term in the index with the number of entries that hold it."""
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab('main', 'entries_fts', 'row')")
+    return dict(conn.execute("SELECT term, doc FROM temp.vocab").fetchall())
+
+
+def snapshot(conn) -> tuple[list, dict]:
+    """The index's meaning, independent of row ids: entries by journal and the term counts."""
+    rows = conn.execute(
+        "SELECT f.path, e.id, e.kind, e.role, e.tool, e.line, e.offset, e.length, e.fingerprint, "
+        "e.session_id, e.timestamp, e.chars FROM entries e JOIN files f ON f.id = e.file_id "
+        "ORDER BY f.path, e.offset").fetchall()
+    return rows, vocab(conn)
+
+
+def entry_count(conn, path=None) -> int:
+    if path is None:
+        return conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+    return conn.execute("SELECT COUNT(*) FROM entries e JOIN files f ON f.id = e.file_id WHERE f.path = ?",
+                        (str(path),)).fetchone()[0]
+
+
+def full_session(j, marker: str = "walrus"):
+    """One of every line type Pi writes."""
+    u = j.user(f"find the {marker} config", images=1)
+    j.model_change()
+    j.thinking_level_change()
+    j.assistant(f"Looking for {marker}.", thinking="I should grep first",
+                signature="SIGNATUREPAYLOAD" + "A" * 2000, tool_calls=[("bash", {"command": f"grep -r {marker} ."})])
+    j.tool_result("bash", f"./conf/{marker}.yaml: enabled\ntoken: {SECRET}")
+    j.bash("git status", "On branch main\nnothing to commit")
+    j.custom_message("reminder", [{"type": "text", "text": "tests must pass"}])
+    j.custom_state("ext-state", {"cursor": 3})
+    j.label(u, "start")
+    j.session_info("Config hunt")
+    j.assistant(redacted_thinking="OPAQUEENCRYPTED", text="Done.")
+    j.compaction(f"## Goal\nFound the {marker} config")
+    j.branch_summary("Tried a different approach with zebras")
+    return j
+
+
+def test_every_line_type_becomes_the_right_entries(conn, locations, new_journal):
+    j = full_session(new_journal())
+    index_all(conn, locations)
+    kinds = [r[0] for r in conn.execute("SELECT kind FROM entries ORDER BY offset")]
+    assert kinds == ["user", "assistant", "tool_result", "bash", "custom", "assistant",
+                     "compaction", "branch_summary"]
+    f = conn.execute("SELECT session_id, cwd, started, name, version, entry_count FROM files").fetchone()
+    assert f == (j.session_id, j.cwd, f[2], "Config hunt", 3, 8)
+    assert f[2].startswith(str(j.now.year))
+    assert conn.execute("SELECT tokens_before FROM entries WHERE kind = 'compaction'").fetchone()[0] == 175004
+
+
+def test_images_signatures_and_redacted_reasoning_never_become_terms(conn, locations, new_journal):
+    full_session(new_journal())
+    index_all(conn, locations)
+    terms = vocab(conn)
+    assert "walrus" in terms and "image" in terms and "grep" in terms
+    assert not any(t.startswith("signaturepayload") for t in terms)
+    assert "opaqueencrypted" not in terms
+    assert not any(t.startswith("ivborw0kggo") for t in terms)
+
+
+def test_secret_in_tool_result_is_not_a_term(conn, locations, new_journal):
+    full_session(new_journal())
+    index_all(conn, locations)
+    terms = vocab(conn)
+    assert "enabled" in terms
+    secret_tail = SECRET.split("_", 1)[1].lower()
+    assert secret_tail not in terms
+    assert SECRET.lower() not in terms
+
+
+def test_version_1_journal_gets_line_number_ids(conn, locations, new_journal):
+    j = new_journal(version=1)
+    j.user("old style journal about penguins")
+    j.assistant("penguins noted")
+    j.compaction("penguin summary")
+    index_all(conn, locations)
+    ids = [r[0] for r in conn.execute("SELECT id FROM entries ORDER BY offset")]
+    assert ids == ["L2", "L3", "L4"]
+    assert conn.execute("SELECT version FROM files").fetchone()[0] == 1
+
+
+def test_append_in_two_passes_with_partial_line_equals_one_pass(tmp_path, locations, new_journal):
+    j = new_journal()
+    j.user("first message about otters")
+    j.assistant("otters reply")
+    once = store.open_index(tmp_path / "once.sqlite")
+    twice = store.open_index(tmp_path / "twice.sqlite")
+    index_journal(twice, j.path)
+    line = json.dumps({"type": "message", "id": "deadbeef", "parentId": j.last_id,
+                       "timestamp": "2026-03-15T22:40:25.500Z",
+                       "message": {"role": "user", "content": "partial line about beavers"}}).encode()
+    j.append_bytes(line[:30])
+    index_journal(twice, j.path)
+    assert "beavers" not in vocab(twice)
+    assert entry_count(twice) == 2
+    j.append_bytes(line[30:] + b"\n")
+    j.assistant("closing words")
+    index_journal(twice, j.path)
+    index_journal(once, j.path)
+    assert snapshot(twice) == snapshot(once)
+    assert "beavers" in vocab(once)
+
+
+def test_unchanged_journal_is_skipped(conn, locations, new_journal):
+    j = new_journal()
+    j.user("hello")
+    first = index_journal(conn, j.path)
+    second = index_journal(conn, j.path)
+    assert first.entries_added == 1 and first.files == 1
+    assert second.entries_added == 0 and second.files == 0 and second.bytes_read == 0
+
+
+def test_shrunk_journal_loses_its_old_terms(conn, locations, new_journal):
+    j = new_journal()
+    j.user("keep this aardvark")
+    keep = j.path.stat().st_size
+    j.assistant("drop this narwhal")
+    index_all(conn, locations)
+    assert "narwhal" in vocab(conn)
+    with open(j.path, "r+b") as fh:
+        fh.truncate(keep)
+    report = index_journal(conn, j.path)
+    assert report.reindexed == 1
+    terms = vocab(conn)
+    assert "narwhal" not in terms
+    assert "aardvark" in terms
+    assert entry_count(conn) == 1
+
+
+def test_journal_rewritten_in_place_same_length_is_reindexed(conn, locations, new_journal):
+    j = new_journal()
+    j.user("original words")
+    j.assistant("reply about chinchilla")
+    index_all(conn, locations)
+    data = j.path.read_bytes()
+    j.path.write_bytes(data.replace(b"chinchilla", b"salamander"))
+    assert len(j.path.read_bytes()) == len(data)
+    index_journal(conn, j.path)
+    terms = vocab(conn)
+    assert "salamander" in terms
+    assert "chinchilla" not in terms
+    assert entry_count(conn) == 2
+
+
+def test_journal_rewritten_longer_with_new_ids_is_reindexed(conn, locations, new_journal):
+    j = new_journal(version=1)
+    j.user("legacy text hedgehog")
+    index_all(conn, locations)
+    lines = j.path.read_bytes().splitlines()
+    header = json.loads(lines[0])
+    header["version"] = 3
+    msg = json.loads(lines[1])
+    msg.update({"id": "a1b2c3d4", "parentId": None})
+    msg["message"]["content"] = "migrated text porcupine"
+    j.path.write_bytes(b"\n".join(json.dumps(x).encode() for x in (header, msg)) + b"\n")
+    index_journal(conn, j.path)
+    assert [r[0] for r in conn.execute("SELECT id FROM entries")] == ["a1b2c3d4"]
+    terms = vocab(conn)
+    assert "porcupine" in terms and "hedgehog" not in terms
+
+
+def test_rewrite_after_last_line_is_detected_by_tail_fingerprint(conn, locations, new_journal):
+    j = new_journal()
+    j.user("alpha one")
+    j.user("omega two")
+    index_all(conn, locations)
+    data = j.path.read_bytes()
+    j.path.write_bytes(data.replace(b"omega", b"gamma") + b'{"type":"label","id":"x"}\n')
+    index_journal(conn, j.path)
+    terms = vocab(conn)
+    assert "gamma" in terms and "omega" not in terms
+
+
+def test_deleted_journal_leaves_no_rows_and_no_terms(conn, locations, new_journal):
+    keep = new_journal("Apps/keep")
+    keep.user("kept capybara")
+    gone = new_journal("Apps/gone")
+    gone.user("deleted quokka")
+    index_all(conn, locations)
+    gone.path.unlink()
+    report = index_all(conn, locations)
+    assert report.removed == 1
+    assert conn.execute("SELECT COUNT(*) FROM files WHERE path = ?", (str(gone.path),)).fetchone()[0] == 0
+    assert entry_count(conn, gone.path) == 0
+    terms = vocab(conn)
+    assert "quokka" not in terms and "capybara" in terms
+
+
+def test_malformed_lines_are_skipped_and_counted(conn, locations, new_journal):
+    j = new_journal()
+    j.user("before the junk")
+    j.append_bytes(b'{"type":"message","id":"x",\n')
+    j.append_bytes(b"[1,2]\n\n")
+    j.user("after the junk")
+    report = index_journal(conn, j.path)
+    assert report.malformed == 2
+    assert report.entries_added == 2
+    assert conn.execute("SELECT malformed FROM files").fetchone()[0] == 2
+
+
+def test_invalid_utf8_line_is_indexed_with_replacement(conn, locations, new_journal):
+    j = new_journal()
+    j.append_bytes(b'{"type":"message","id":"abcd1234","timestamp":"2026-03-15T22:40:25.500Z",'
+                   b'"message":{"role":"user","content":"caf\xe9 with mongoose"}}\n')
+    j.user("valid line")
+    report = index_journal(conn, j.path)
+    assert report.entries_added == 2 and report.malformed == 0
+    assert "mongoose" in vocab(conn)
+
+
+def test_twenty_megabyte_line_is_indexed(conn, locations, new_journal):
+    j = new_journal()
+    big = ("lorem ipsum dolor sit amet " * 800_000)[:20_000_000]
+    j.tool_result("read", big + " needle_word_zebrafish")
+    j.user("after the big one")
+    report = index_journal(conn, j.path)
+    assert report.entries_added == 2
+    terms = vocab(conn)
+    assert "zebrafish" in terms and "lorem" in terms
+    assert conn.execute("SELECT MAX(length) FROM entries").fetchone()[0] > 20_000_000
+
+
+def test_empty_file_and_header_only_file(conn, locations, sessions_dir, new_journal):
+    empty = sessions_dir / "--empty--" / "2026-01-01T00-00-00-000Z_x.jsonl"
+    empty.parent.mkdir()
+    empty.write_bytes(b"")
+    header_only = new_journal("Apps/header")
+    report = index_all(conn, locations)
+    assert report.entries_added == 0
+    row = conn.execute("SELECT session_id, cwd FROM files WHERE path = ?", (str(header_only.path),)).fetchone()
+    assert row == (header_only.session_id, header_only.cwd)
+    assert conn.execute("SELECT COUNT(*) FROM files WHERE path = ?", (str(empty),)).fetchone()[0] == 0
+    header_only.user("now it has one")
+    assert index_journal(conn, header_only.path).entries_added == 1
+
+
+def test_second_header_line_is_tolerated(conn, locations, new_journal):
+    j = new_journal()
+    j.header()
+    j.user("after a second header")
+    report = index_journal(conn, j.path)
+    assert report.entries_added == 1 and report.malformed == 0
+
+
+def test_other_schema_version_is_rebuilt_not_misread(tmp_path, locations, new_journal):
+    path = tmp_path / "old.sqlite"
+    conn = store.open_index(path)
+    j = new_journal()
+    j.user("indexed under the old schema")
+    index_all(conn, locations)
+    conn.execute("UPDATE meta SET value = '0' WHERE key = 'schema_version'")
+    conn.close()
+    conn = store.open_index(path)
+    assert store.schema_version(conn) == store.SCHEMA_VERSION
+    assert entry_count(conn) == 0
+    index_all(conn, locations)
+    assert entry_count(conn) == 1
+
+
+def test_backfill_goes_newest_first(conn, locations, new_journal):
+    order = []
+    journals = []
+    for i in range(3):
+        j = new_journal(f"Apps/p{i}")
+        j.user(f"session {i}")
+        j.set_mtime(datetime.now(timezone.utc) - timedelta(days=10 - i))
+        journals.append(j)
+    index_all(conn, locations, progress=lambda done, total, path: order.append(path))
+    assert [str(p) for p in order] == [str(j.path) for j in reversed(journals)]
+
+
+def test_lease_is_exclusive_until_it_expires(conn):
+    assert indexer.take_lease(conn, "a", seconds=60) is None
+    assert indexer.take_lease(conn, "b", seconds=60) == "a"
+    assert indexer.take_lease(conn, "a", seconds=60) is None
+    conn.execute("UPDATE meta SET value = 'a@1' WHERE key = ?", (indexer.LEASE_KEY,))
+    assert indexer.take_lease(conn, "b", seconds=60) is None
+    indexer.release_lease(conn, "b")
+    assert store.get_meta(conn, indexer.LEASE_KEY) is None
+
+
+def test_backfill_defers_to_a_live_lease_but_named_journals_still_index(conn, locations, new_journal):
+    j = new_journal()
+    j.user("lease test")
+    indexer.take_lease(conn, "other-process", seconds=60)
+    report = index_all(conn, locations)
+    assert report.lease_holder == "other-process" and report.entries_added == 0
+    report = index_all(conn, locations, journals=[j.path])
+    assert report.entries_added == 1
+
+
+def make_corpus(new_journal, sessions: int, turns: int) -> list:
+    words = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi "
+             "rho sigma tau upsilon phi chi psi omega").split()
+    out = []
+    for s in range(sessions):
+        j = new_journal(f"Apps/proj{s % 3}/sub{s}")
+        for t in range(turns):
+            w = " ".join(words[(s * 7 + t + k) % len(words)] for k in range(40))
+            j.user(f"turn {t} of session {s}: {w}")
+            j.assistant(f"answer {t} {w}", tool_calls=[("bash", {"command": f"echo {t}"})])
+            j.tool_result("bash", (w + "\n") * 30)
+        out.append(j)
+    return out
+
+
+def run_pimem(args, env_db, locations, **kw):
+    env = dict(os.environ, PIMEM_DB=str(env_db))
+    return subprocess.Popen([sys.executable, "-m", "pimem_index", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+
+def test_two_indexers_at_once_lose_and_duplicate_nothing(tmp_path, locations, new_journal):
+    journals = make_corpus(new_journal, sessions=12, turns=150)
+    paths = [str(j.path) for j in journals]
+    shared = tmp_path / "shared.sqlite"
+    store.open_index(shared).close()
+    procs = [run_pimem(["index", *paths], shared, locations),
+             run_pimem(["index", *reversed(paths)], shared, locations)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.decode()
+    clean = store.open_index(tmp_path / "clean.sqlite")
+    index_all(clean, locations, journals=paths)
+    got = store.open_index(shared)
+    dupes = got.execute("SELECT file_id, id, COUNT(*) FROM entries GROUP BY file_id, id HAVING COUNT(*) > 1").fetchall()
+    assert dupes == []
+    assert snapshot(got) == snapshot(clean)
+    assert entry_count(got) == 12 * 150 * 3
+
+
+def test_indexer_killed_mid_pass_then_rerun_equals_clean_run(tmp_path, locations, new_journal):
+    make_corpus(new_journal, sessions=20, turns=200)
+    db_path = tmp_path / "killed.sqlite"
+    store.open_index(db_path).close()
+    proc = run_pimem(["index"], db_path, locations)
+    watcher = store.open_index(db_path)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if watcher.execute("SELECT COUNT(*) FROM entries").fetchone()[0] > 0:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = watcher.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+    assert 0 < partial < 20 * 200 * 3, "the kill should land mid-pass"
+    watcher.close()
+    conn = store.open_index(db_path)
+    conn.execute("DELETE FROM meta WHERE key = ?", (indexer.LEASE_KEY,))
+    index_all(conn, locations)
+    clean = store.open_index(tmp_path / "clean.sqlite")
+    index_all(clean, locations)
+    assert snapshot(conn) == snapshot(clean)
+
+
+def test_killed_indexer_lease_expires_and_is_taken_over(conn, locations, new_journal):
+    j = new_journal()
+    j.user("orphaned lease")
+    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (indexer.LEASE_KEY, f"dead:1@{time.time() - 1}"))
+    report = index_all(conn, locations)
+    assert report.lease_holder is None and report.entries_added == 1

@@ -1,0 +1,408 @@
+"""Search, read and summaries: what is found, what must not be, and what is never returned."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from pimem_index import query
+from pimem_index.errors import UserError
+from pimem_index.indexer import index_all, index_journal
+
+SECRET = "gh" + "p_" + "Rk3mW8qZ2xT5vB9nC4yH7jL1pD6sF0gA2eU8"
+ENTRY_KEYS = {"id", "session_id", "timestamp", "kind", "role", "tool", "cwd", "journal"}
+
+
+def ids(reply) -> list[str]:
+    return [r["id"] for r in reply["results"]]
+
+
+@pytest.fixture
+def projects(conn, locations, new_journal):
+    """Sessions in nested projects under a fake home, plus one directly under home."""
+    made = {}
+    for name in ("Apps/prjct", "Apps/prjct/prjct-be", "Apps/prjct/prjct-fe", "Apps/fluenty", "Apps"):
+        j = new_journal(name)
+        made[name] = (j, j.user(f"deploy pipeline notes for {name.replace('/', ' ')}"))
+    index_all(conn, locations)
+    return made
+
+
+def test_project_scope_returns_exactly_its_project(conn, locations, home, projects):
+    reply = query.search(conn, locations, "deploy pipeline", cwd=str(home / "Apps/prjct/prjct-be"))
+    assert reply["scope"] == "project" and reply["root"] == str(home / "Apps/prjct")
+    expected = {projects[n][1] for n in ("Apps/prjct", "Apps/prjct/prjct-be", "Apps/prjct/prjct-fe")}
+    assert set(ids(reply)) == expected
+    assert projects["Apps/fluenty"][1] not in ids(reply)
+    assert projects["Apps"][1] not in ids(reply)
+
+
+def test_global_scope_returns_every_project(conn, locations, home, projects):
+    reply = query.search(conn, locations, "deploy pipeline", scope="global", cwd=str(home / "Apps/fluenty"))
+    assert set(ids(reply)) == {e for _, e in projects.values()}
+    assert reply["scope"] == "global" and reply["root"] is None
+
+
+def test_direct_child_of_home_is_a_project_only_when_it_is_the_cwd(conn, locations, home, projects):
+    reply = query.search(conn, locations, "deploy", cwd=str(home / "Apps"))
+    assert reply["root"] == str(home / "Apps")
+    assert len(ids(reply)) == 5
+    inner = query.search(conn, locations, "deploy", cwd=str(home / "Apps/fluenty"))
+    assert ids(inner) == [projects["Apps/fluenty"][1]]
+
+
+def test_home_itself_never_makes_a_project_of_everything(conn, locations, home, new_journal, projects):
+    j = new_journal(str(home))
+    at_home = j.user("deploy from home")
+    index_all(conn, locations)
+    reply = query.search(conn, locations, "deploy", cwd=str(home))
+    assert ids(reply) == [at_home]
+
+
+def test_like_wildcards_in_the_root_are_escaped(conn, locations, home, new_journal):
+    mine = new_journal("Apps/my_proj")
+    mine_id = mine.user("shared term kestrel")
+    other = new_journal("Apps/myXproj/sub")
+    other_id = other.user("shared term kestrel")
+    index_all(conn, locations)
+    reply = query.search(conn, locations, "kestrel", cwd=str(home / "Apps/my_proj"))
+    assert ids(reply) == [mine_id]
+    assert other_id not in ids(reply)
+
+
+def test_session_scope_by_id_and_by_journal(conn, locations, home, projects):
+    j, entry = projects["Apps/fluenty"]
+    by_id = query.search(conn, locations, "deploy", scope="session", session_id=j.session_id)
+    by_journal = query.search(conn, locations, "deploy", scope="session", journal_path=str(j.path))
+    assert ids(by_id) == ids(by_journal) == [entry]
+
+
+def test_scope_wider_than_allowed_is_refused_not_narrowed(conn, locations, home, projects):
+    with pytest.raises(UserError, match="wider than allowed"):
+        query.search(conn, locations, "deploy", scope="global", cwd=str(home / "Apps/prjct"), max_scope="project")
+    with pytest.raises(UserError, match="wider than allowed"):
+        query.read(conn, locations, projects["Apps/fluenty"][1], scope="global", max_scope="project")
+    allowed = query.search(conn, locations, "deploy", scope="project", cwd=str(home / "Apps/prjct"),
+                           max_scope="project")
+    assert allowed["results"]
+
+
+def test_unknown_scope_is_an_error_with_an_example(conn, locations):
+    with pytest.raises(UserError, match="e.g. scope=project"):
+        query.search(conn, locations, "x", scope="everything")
+
+
+def test_read_respects_the_project_scope(conn, locations, home, projects):
+    other = projects["Apps/fluenty"][1]
+    blocked = query.read(conn, locations, other, cwd=str(home / "Apps/prjct"))
+    assert blocked["status"] == "not_found"
+    allowed = query.read(conn, locations, other, cwd=str(home / "Apps/fluenty"))
+    assert allowed["status"] == "ok" and "fluenty" in allowed["text"]
+
+
+def test_hits_carry_the_contract_keys(conn, locations, home, projects):
+    reply = query.search(conn, locations, "deploy", scope="global")
+    assert reply["action"] == "search" and reply["match"] == "all"
+    for hit in reply["results"]:
+        assert ENTRY_KEYS <= set(hit) and "excerpt" in hit and isinstance(hit["score"], float)
+    assert reply["indexing"]["complete"] is True
+
+
+def test_secret_is_not_a_search_term_and_not_in_the_read(conn, locations, new_journal, home):
+    j = new_journal()
+    e = j.tool_result("bash", f"export GITHUB_TOKEN={SECRET}\nconfigured the heron service")
+    index_all(conn, locations)
+    cwd = str(home / "Apps/prjct")
+    assert query.search(conn, locations, SECRET.split("_", 1)[1], cwd=cwd)["results"] == []
+    whole = query.search(conn, locations, SECRET, cwd=cwd)
+    assert whole["match"] == "any", "only the visible prefix may match, never the secret itself"
+    found = query.search(conn, locations, "heron", cwd=cwd)
+    assert ids(found) == [e] and SECRET not in found["results"][0]["excerpt"]
+    page = query.read(conn, locations, e, cwd=cwd)
+    assert "heron service" in page["text"]
+    assert SECRET not in page["text"] and SECRET[4:] not in page["text"]
+
+
+def test_shrunk_journal_leaves_none_of_its_old_terms_searchable(conn, locations, new_journal, home):
+    j = new_journal()
+    j.user("stays: ibis")
+    size = j.path.stat().st_size
+    j.user("goes: flamingo")
+    index_all(conn, locations)
+    with open(j.path, "r+b") as fh:
+        fh.truncate(size)
+    index_all(conn, locations)
+    cwd = str(home / "Apps/prjct")
+    assert query.search(conn, locations, "flamingo", scope="global")["results"] == []
+    assert len(query.search(conn, locations, "ibis", cwd=cwd)["results"]) == 1
+
+
+def test_deleted_journal_leaves_no_search_terms(conn, locations, new_journal):
+    j = new_journal()
+    j.user("vanishing pelican")
+    index_all(conn, locations)
+    assert query.search(conn, locations, "pelican", scope="global")["results"]
+    j.path.unlink()
+    index_all(conn, locations)
+    assert query.search(conn, locations, "pelican", scope="global")["results"] == []
+
+
+def test_line_rewritten_in_place_reads_as_unavailable_never_as_other_text(conn, locations, new_journal, home):
+    j = new_journal()
+    first = j.user("the original answer is cormorant")
+    j.user("second entry")
+    index_all(conn, locations)
+    lines = j.path.read_bytes().splitlines(keepends=True)
+    rewritten = lines[1].replace(b"cormorant", b"albatross")
+    moved = lines[2].replace(b'"second entry"', b'"the original answer is cormorant"')
+    j.path.write_bytes(lines[0] + rewritten + moved)
+    cwd = str(home / "Apps/prjct")
+    page = query.read(conn, locations, first, cwd=cwd)
+    assert page["status"] == "unavailable"
+    assert "text" not in page
+    hit = query.search(conn, locations, "cormorant", cwd=cwd)["results"][0]
+    assert hit["excerpt"] == query.UNAVAILABLE and hit["stale"] is True
+    assert "albatross" not in json.dumps(hit)
+    assert conn.execute("SELECT needs_reindex FROM files").fetchone()[0] == 1
+    index_all(conn, locations)
+    assert query.read(conn, locations, first, cwd=cwd)["status"] == "ok"
+    assert "albatross" in query.read(conn, locations, first, cwd=cwd)["text"]
+
+
+def test_migrated_journal_rewritten_longer_reads_unavailable_before_reindex(conn, locations, new_journal, home):
+    j = new_journal(version=1)
+    j.user("version one words")
+    j.user("more version one words")
+    index_all(conn, locations)
+    lines = j.path.read_bytes().splitlines()
+    header = json.loads(lines[0]) | {"version": 3}
+    migrated = [json.dumps(header).encode()]
+    parent = None
+    for k, raw in enumerate(lines[1:]):
+        obj = json.loads(raw) | {"id": f"{k:08x}", "parentId": parent}
+        parent = obj["id"]
+        migrated.append(json.dumps(obj).encode())
+    j.path.write_bytes(b"\n".join(migrated) + b"\n")
+    assert query.read(conn, locations, "L3", cwd=str(home / "Apps/prjct"))["status"] == "unavailable"
+
+
+def test_missing_journal_reads_as_unavailable(conn, locations, new_journal, home):
+    j = new_journal()
+    e = j.user("soon gone")
+    index_all(conn, locations)
+    j.path.unlink()
+    page = query.read(conn, locations, e, cwd=str(home / "Apps/prjct"))
+    assert page["status"] == "unavailable" and "no longer exists" in page["reason"]
+
+
+@pytest.mark.parametrize("text", ['"unbalanced quote', "cat OR dog", "NEAR(a b)", "pre*", "-minus",
+                                  "col:value", "AND", "(((", "^start", "'single'"])
+def test_fts_syntax_in_a_query_is_only_text(conn, locations, new_journal, text):
+    j = new_journal()
+    j.user(f"literal {text} inside")
+    index_all(conn, locations)
+    reply = query.search(conn, locations, text, scope="global")
+    assert reply["results"], text
+
+
+def test_query_without_letters_or_digits_lists_recent(conn, locations, new_journal):
+    j = new_journal()
+    j.user("something")
+    index_all(conn, locations)
+    reply = query.search(conn, locations, '"* - :', scope="global")
+    assert reply["match"] == "recent" and len(reply["results"]) == 1
+
+
+def test_all_terms_first_then_any_with_a_hint(conn, locations, new_journal):
+    j = new_journal()
+    both = j.user("puffin and gannet together")
+    only = j.user("just a puffin")
+    index_all(conn, locations)
+    reply = query.search(conn, locations, "puffin gannet", scope="global")
+    assert reply["match"] == "all" and ids(reply) == [both] and "hint" not in reply
+    fallback = query.search(conn, locations, "gannet skua", scope="global")
+    assert fallback["match"] == "any" and "any" in fallback["hint"]
+    assert ids(fallback) == [both]
+    assert only not in ids(fallback)
+
+
+def test_recency_orders_equally_relevant_entries(conn, locations, new_journal):
+    filler = new_journal("Apps/c")
+    for k in range(20):
+        filler.user(f"unrelated filler {k}")
+    old = new_journal("Apps/a", start=datetime.now(timezone.utc) - timedelta(days=60))
+    old_id = old.user("identical words about lemurs")
+    new = new_journal("Apps/b", start=datetime.now(timezone.utc) - timedelta(days=1))
+    new_id = new.user("identical words about lemurs")
+    index_all(conn, locations)
+    reply = query.search(conn, locations, "lemurs", scope="global")
+    assert ids(reply) == [new_id, old_id]
+    assert reply["results"][0]["score"] > reply["results"][1]["score"] * 2
+
+
+def test_no_query_lists_newest_first(conn, locations, new_journal):
+    j = new_journal()
+    a = j.user("first")
+    b = j.user("second")
+    index_all(conn, locations)
+    reply = query.search(conn, locations, None, scope="global")
+    assert reply["match"] == "recent" and ids(reply) == [b, a]
+    assert reply["results"][0]["excerpt"] == "second"
+
+
+@pytest.fixture
+def new_york(monkeypatch):
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_day_bounds_are_the_users_local_midnight(conn, locations, new_journal, new_york):
+    j = new_journal(start=datetime(2026, 3, 15, 3, 59, 0, tzinfo=timezone.utc))
+    before = j.user("local march 14 evening")
+    j.now = datetime(2026, 3, 15, 4, 0, 0, tzinfo=timezone.utc) - timedelta(seconds=1)
+    after = j.user("local march 15 just after midnight")
+    index_all(conn, locations)
+    day15 = query.search(conn, locations, "local", scope="global", since="2026-03-15", until="2026-03-15")
+    assert ids(day15) == [after]
+    day14 = query.search(conn, locations, "local", scope="global", until="2026-03-14")
+    assert ids(day14) == [before]
+    assert query.parse_bound("2026-03-15", end=True, name="until") == "2026-03-16T03:59:59.999Z"
+
+
+def test_iso_datetime_bounds(conn, locations, new_journal):
+    j = new_journal(start=datetime(2026, 3, 15, 12, 0, 0, tzinfo=timezone.utc))
+    a = j.user("stamp one", )
+    j.now += timedelta(hours=2)
+    b = j.user("stamp two")
+    index_all(conn, locations)
+    reply = query.search(conn, locations, "stamp", scope="global", since="2026-03-15T13:00:00Z")
+    assert ids(reply) == [b] and a not in ids(reply)
+
+
+@pytest.mark.parametrize("bad", ["yesterday", "2026-13-01", "15/03/2026", "2026-03-15T25:00"])
+def test_bad_date_is_an_error_with_an_example(conn, locations, bad):
+    with pytest.raises(UserError, match=r"YYYY-MM-DD \(e.g. 2026-03-15\)"):
+        query.search(conn, locations, "x", scope="global", since=bad)
+
+
+def test_kind_filter_and_unknown_kind(conn, locations, new_journal):
+    j = new_journal()
+    j.user("grebe question")
+    tr = j.tool_result("bash", "grebe output")
+    index_all(conn, locations)
+    reply = query.search(conn, locations, "grebe", scope="global", kinds=["tool_result"])
+    assert ids(reply) == [tr]
+    with pytest.raises(UserError, match="unknown kind 'tool'"):
+        query.search(conn, locations, "grebe", scope="global", kinds=["tool"])
+
+
+@pytest.mark.parametrize("bad", [0, 101, "ten", -1])
+def test_bad_limit_is_an_error(conn, locations, bad):
+    with pytest.raises(UserError, match="limit must be"):
+        query.search(conn, locations, "x", scope="global", limit=bad)
+
+
+def test_limit_caps_the_results(conn, locations, new_journal):
+    j = new_journal()
+    for k in range(15):
+        j.user(f"repeated term swift {k}")
+    index_all(conn, locations)
+    assert len(query.search(conn, locations, "swift", scope="global")["results"]) == 10
+    assert len(query.search(conn, locations, "swift", scope="global", limit=12)["results"]) == 12
+
+
+def test_excerpt_is_around_the_first_term_and_short(conn, locations, new_journal):
+    j = new_journal()
+    filler = "padding words here " * 200
+    j.tool_result("read", filler + " the toucan appears here " + filler)
+    index_all(conn, locations)
+    hit = query.search(conn, locations, "toucan", scope="global")["results"][0]
+    assert "toucan" in hit["excerpt"]
+    assert len(hit["excerpt"]) <= 310
+
+
+def test_reading_pages_across_16000_character_boundaries(conn, locations, new_journal, home):
+    j = new_journal()
+    body = "".join(f"{k:06d}\n" for k in range(6000))
+    e = j.tool_result("read", body)
+    index_all(conn, locations)
+    cwd = str(home / "Apps/prjct")
+    first = query.read(conn, locations, e, cwd=cwd)
+    assert first["total_chars"] == len(body) == 42000
+    assert first["offset"] == 0 and first["next_offset"] == 16000 and len(first["text"]) == 16000
+    second = query.read(conn, locations, e, cwd=cwd, offset=first["next_offset"])
+    third = query.read(conn, locations, e, cwd=cwd, offset=second["next_offset"])
+    assert third["next_offset"] is None and len(third["text"]) == 10000
+    assert first["text"] + second["text"] + third["text"] == body
+    with pytest.raises(UserError, match="offset must be"):
+        query.read(conn, locations, e, cwd=cwd, offset=-1)
+    with pytest.raises(UserError, match="past the end"):
+        query.read(conn, locations, e, cwd=cwd, offset=50000)
+
+
+def test_ambiguous_id_across_sessions_lists_candidates(conn, locations, new_journal, home):
+    a = new_journal("Apps/prjct")
+    b = new_journal("Apps/prjct/prjct-be")
+    for j in (a, b):
+        j.version = 1
+        j.user(f"version one session {j.session_id}")
+    index_all(conn, locations)
+    cwd = str(home / "Apps/prjct")
+    reply = query.read(conn, locations, "L2", cwd=cwd)
+    assert reply["status"] == "ambiguous"
+    assert {c["session_id"] for c in reply["candidates"]} == {a.session_id, b.session_id}
+    assert all({"session_id", "timestamp", "kind", "cwd"} <= set(c) for c in reply["candidates"])
+    chosen = query.read(conn, locations, "L2", cwd=cwd, session_id=b.session_id)
+    assert chosen["status"] == "ok" and b.session_id in chosen["text"]
+    assert a.session_id not in chosen["text"]
+
+
+def test_version_1_ids_are_readable(conn, locations, new_journal, home):
+    j = new_journal(version=1)
+    j.user("first v1 line")
+    j.assistant("second v1 line")
+    index_all(conn, locations)
+    page = query.read(conn, locations, "L3", cwd=str(home / "Apps/prjct"))
+    assert page["status"] == "ok" and page["text"] == "second v1 line"
+    assert page["entry"]["id"] == "L3"
+
+
+def test_unknown_id_is_not_found(conn, locations, projects, home):
+    assert query.read(conn, locations, "ffffffff", scope="global")["status"] == "not_found"
+
+
+def test_summaries_are_compactions_and_branch_summaries(conn, locations, new_journal):
+    j = new_journal()
+    j.user("talk about osprey")
+    c = j.compaction("## Goal\nosprey migration")
+    b = j.branch_summary("abandoned osprey branch")
+    index_all(conn, locations)
+    recent = query.summaries(conn, locations, None, scope="global")
+    assert recent["action"] == "summaries" and ids(recent) == [b, c]
+    assert recent["results"][1]["tokens_before"] == 175004
+    searched = query.summaries(conn, locations, "migration", scope="global")
+    assert ids(searched) == [c]
+    with pytest.raises(UserError, match="summaries holds only"):
+        query.summaries(conn, locations, None, scope="global", kinds=["user"])
+
+
+def test_incomplete_index_says_so(conn, locations, new_journal):
+    done = new_journal("Apps/a")
+    done.user("indexed heron")
+    index_journal(conn, done.path)
+    waiting = new_journal("Apps/b")
+    waiting.user("not yet indexed heron")
+    reply = query.search(conn, locations, "heron", scope="global")
+    assert reply["indexing"]["complete"] is False
+    assert reply["indexing"]["journals_total"] == 2
+    assert "may be incomplete" in reply["indexing"]["note"]
+    index_all(conn, locations)
+    reply = query.search(conn, locations, "heron", scope="global")
+    assert reply["indexing"]["complete"] is True and "note" not in reply["indexing"]
+    assert reply["indexing"]["journals_indexed"] == reply["indexing"]["journals_total"] == 2
