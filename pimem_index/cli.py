@@ -70,7 +70,10 @@ def cli():
 @click.argument("journals", nargs=-1, type=click.Path(dir_okay=False))
 @common
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON")
-def index_cmd(locations: Locations, journals, as_json):
+@click.option("--watch", is_flag=True, help="Keep indexing new lines until interrupted")
+@click.option("--interval", default=1.0, show_default=True, metavar="SECONDS",
+              help="With --watch: pause between passes")
+def index_cmd(locations: Locations, journals, as_json, watch, interval):
     """Index new journal lines: the given JOURNALS, else every journal, newest first.
 
     \b
@@ -82,6 +85,9 @@ def index_cmd(locations: Locations, journals, as_json):
         if not os.path.isfile(j) and not _known(locations, j):
             raise UserError(f"no such journal: {j} (e.g. pimem index ~/.pi/agent/sessions/--home-u-app--/<file>.jsonl)")
     conn = open_index(locations)
+    if watch:
+        _watch(conn, locations, [os.path.abspath(j) for j in journals] or None, interval)
+        return
     show_bar = not as_json and sys.stderr.isatty()
     bar = None
 
@@ -114,6 +120,23 @@ def index_cmd(locations: Locations, journals, as_json):
         click.echo(f"Removed {report.removed} deleted journals from the index")
     if report.malformed:
         click.echo(f"Skipped {report.malformed} malformed lines")
+
+
+def _watch(conn, locations: Locations, journals, interval: float) -> None:
+    """Incremental passes forever; exits quietly on Ctrl-C or SIGTERM."""
+    import signal
+    import time
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    owner = indexer.default_owner()
+    try:
+        while True:
+            report = indexer.index_all(conn, locations, journals=journals, owner=owner)
+            if report.lease_holder and journals is None:
+                indexer.index_all(conn, locations, journals=indexer.discover(locations)[:8])
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        pass
 
 
 def _known(locations: Locations, path: str) -> bool:
@@ -310,5 +333,35 @@ def read(locations: Locations, entry_id, session_id, cwd, scope, offset, as_json
                         "(try --scope global, or pimem search to find ids)")
 
 
-def main():  # pragma: no cover
-    cli()
+@cli.command()
+@common
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default)")
+@click.option("--port", default=8001, show_default=True, type=int, help="Port to bind")
+@click.option("--no-index", is_flag=True, help="Serve without indexing in the background")
+def serve(locations: Locations, host, port, no_index):
+    """Run Datasette with the pi-memory plugin on the index, indexing in the background.
+
+    Prints a login link for the reviewer (root). Journal text needs that login or an API
+    token (pimem token); anonymous visitors see nothing.
+
+    \b
+    Example:
+        pimem serve --port 8001
+    """
+    from datasette_pi_memory.serve import serve as run
+
+    run(locations, host=host, port=port, background_index=not no_index)
+
+
+@cli.command()
+@common
+def token(locations: Locations):
+    """Print an API token the Pi tool can use against pimem serve (restricted to pi-memory).
+
+    \b
+    Example:
+        curl -H "Authorization: Bearer $(pimem token)" http://127.0.0.1:8001/-/pi-memory/api/status
+    """
+    from datasette_pi_memory.serve import make_token
+
+    click.echo(make_token(locations))
