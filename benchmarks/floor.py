@@ -225,9 +225,21 @@ def measure(corpus: str | os.PathLike, db_path: str | None = None, optimize: boo
         "fts_bytes_optimized": size_after,
         "fts_file_bytes": file_bytes,
         "fts_share": round((size_after or size_before) / journal_bytes, 4) if journal_bytes else None,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb": _peak_rss_mb(),
         "sqlite_version": db.sqlite3.sqlite_version,
     }
+
+
+def _peak_rss_mb() -> float:
+    """VmHWM (reset at exec; ru_maxrss would include the parent's RSS at fork)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def _used_bytes(conn) -> int:

@@ -135,8 +135,8 @@ def child_env(agent_dir: Path) -> dict:
     return env
 
 
-def _tree_rss_kb(pid: int) -> int:
-    """RSS of a process and its descendants, in kB (Linux /proc)."""
+def _tree_rss_kb(pid: int, hwm: dict[int, int]) -> int:
+    """RSS of a process and its descendants, in kB (Linux /proc); records each one's VmHWM in `hwm`."""
     total = 0
     stack = [pid]
     seen = set()
@@ -148,7 +148,9 @@ def _tree_rss_kb(pid: int) -> int:
         try:
             with open(f"/proc/{p}/status") as f:
                 for line in f:
-                    if line.startswith("VmRSS:"):
+                    if line.startswith("VmHWM:"):
+                        hwm[p] = max(hwm.get(p, 0), int(line.split()[1]))
+                    elif line.startswith("VmRSS:"):
                         total += int(line.split()[1])
                         break
             for task in os.listdir(f"/proc/{p}/task"):
@@ -164,12 +166,13 @@ def run_measured(cmd: list[str], env: dict, timeout: float) -> dict:
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(ROOT))
     peak_tree = [0]
+    hwm: dict[int, int] = {}  # VmHWM per process: exact peaks (reset at exec, unlike ru_maxrss)
     done = threading.Event()
 
     def sample():
         while not done.is_set():
-            peak_tree[0] = max(peak_tree[0], _tree_rss_kb(proc.pid))
-            done.wait(0.05)
+            peak_tree[0] = max(peak_tree[0], _tree_rss_kb(proc.pid, hwm))
+            done.wait(0.02)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -201,8 +204,10 @@ def run_measured(cmd: list[str], env: dict, timeout: float) -> dict:
     return {
         "returncode": proc.returncode,
         "seconds": wall,
-        "peak_rss_mb": round(rusage.ru_maxrss / 1024, 1) if rusage else None,
+        # ru_maxrss of a forked child starts at the parent's RSS: only VmHWM/VmRSS samples are used
+        "peak_rss_mb": round(max(hwm.values(), default=0) / 1024, 1),
         "peak_tree_rss_mb": round(peak_tree[0] / 1024, 1),
+        "ru_maxrss_mb": round(rusage.ru_maxrss / 1024, 1) if rusage else None,
         "user_s": round(rusage.ru_utime, 2) if rusage else None,
         "sys_s": round(rusage.ru_stime, 2) if rusage else None,
         "stdout": b"".join(out_chunks).decode("utf-8", "replace"),
@@ -280,7 +285,10 @@ class Bench:
             return path
         self.log(f"generating a {corpus_mod.format_size(size)} corpus in {path} (seed {seed})")
         t = time.perf_counter()
-        self.manifest = corpus_mod.generate(path, size, seed)
+        # in a child process: the text pool must not stay in this process's memory
+        subprocess.run([PY, str(HERE / "corpus.py"), str(path), "--size", str(size), "--seed", str(seed)],
+                       check=True, cwd=str(ROOT), stdout=subprocess.DEVNULL)
+        self.manifest = json.loads((path / "manifest.json").read_text())
         self.log(f"  {self.manifest['files_count']} journals, {self.manifest['bytes'] / MB:.1f} MB in {time.perf_counter() - t:.1f} s")
         self.details["corpus_generate_seconds"] = round(time.perf_counter() - t, 2)
         return path
