@@ -630,7 +630,7 @@ class Bench:
 
     def api_bench(self, db_path: Path) -> None:
         keys = ["api_search_p50_ms", "api_search_p95_ms", "api_backfill_p95_ms"]
-        ok, why = module_available("datasette_pi_memory")
+        ok, why = module_available("datasette_pi_memory.serve")
         if not (ok and cli_has("serve") and cli_has("token")):
             self.unavailable(keys, f"{NOT_AVAILABLE}: pimem serve/token" + (f" ({why})" if why else ""))
             self.log(f"  HTTP API {NOT_AVAILABLE} (pimem serve / pimem token)")
