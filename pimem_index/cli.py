@@ -175,20 +175,137 @@ def status(locations: Locations, as_json):
 @common
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON")
 def rebuild(locations: Locations, as_json):
-    """Delete the index (and its -wal and -shm files) and build it again from the journals.
+    """Build the index again from the journals and swap it in atomically.
+
+    The new index is built beside the old one, which keeps answering until the new one
+    replaces it in a single transaction; an interrupted rebuild leaves the old one intact.
 
     \b
     Example:
         pimem rebuild
     """
-    store.delete_index_files(locations.db_path)
-    conn = open_index(locations)
-    report = indexer.index_all(conn, locations)
+    report = indexer.rebuild(locations)
     if as_json:
         emit_json(report.as_json())
     else:
         click.echo(f"Rebuilt {locations.db_path}: {report.entries_added:,} entries from "
                    f"{report.files:,} journals in {report.seconds:.1f}s")
+
+
+@cli.command()
+@common
+@click.option("--confirm", is_flag=True, help="Delete exactly the journals of the last preview")
+@click.option("--current", metavar="JOURNAL", type=click.Path(dir_okay=False),
+              help="The journal in use now: never a candidate")
+@click.option("--json", "as_json", is_flag=True, help="Print the preview or the result as JSON")
+def gc(locations: Locations, confirm, current, as_json):
+    """Preview junk journals; with --confirm, delete the previewed ones that have not changed.
+
+    A journal is junk when it never compacted and either ran under a temporary folder,
+    received no user, team or extension message, or got two replies or fewer. Journals
+    quiet for less than 24 hours, and --current, are never candidates.
+
+    \b
+    Examples:
+        pimem gc
+        pimem gc --confirm
+    """
+    from . import gc as collector
+
+    conn = open_index(locations)
+    if not confirm:
+        data = collector.preview(conn, locations, current=current)
+        if as_json:
+            emit_json(data)
+            return
+        for c in data["candidates"]:
+            click.echo(f"{c['path']}\n  {c['cwd'] or '?'}  started {_local_time(c['started'])}  "
+                       f"{c['size'] / 1e3:,.1f} kB  {c['entries']} entries  - {c['reason']}")
+        click.echo(f"{data['total_files']} junk journals, {data['total_bytes'] / 1e6:,.2f} MB, "
+                   f"{data['total_entries']} entries.")
+        if data["total_files"]:
+            click.echo("Delete exactly these (unless they change) with: pimem gc --confirm")
+        return
+    data = collector.confirm(conn, locations)
+    if as_json:
+        emit_json(data)
+        return
+    for d in data["deleted"]:
+        click.echo(f"{'Trashed' if d['removed'] == 'trash' else 'Deleted'} {d['path']}")
+    for s_ in data["skipped"]:
+        click.echo(f"Kept {s_['path']}: {s_['skipped']}")
+    click.echo(f"{len(data['deleted'])} deleted ({data['deleted_bytes'] / 1e6:,.2f} MB), "
+               f"{len(data['skipped'])} kept.")
+
+
+@cli.command(name="forget")
+@click.argument("entry_id", required=False)
+@common
+@click.option("--session", "session_id", metavar="ID", help="The entry's session, or alone: the whole session")
+@click.option("--list", "show_list", is_flag=True, help="Show what is forgotten")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON")
+def forget_cmd(locations: Locations, entry_id, session_id, show_list, as_json):
+    """Take an entry or a whole session out of every result, without touching the journal.
+
+    The decision is kept in <agent folder>/pi-memory/forgotten.jsonl, outside the
+    disposable index, so rebuilding or deleting the index honours it.
+
+    \b
+    Examples:
+        pimem forget c3d4e5f6
+        pimem forget c3d4e5f6 --session 0b6e6f2c-8d2b-4a43-9b3b-1f1f2c6a7d01
+        pimem forget --session 0b6e6f2c-8d2b-4a43-9b3b-1f1f2c6a7d01
+        pimem forget --list
+    """
+    from . import forget
+
+    if show_list:
+        records = forget.listing(locations)
+        if as_json:
+            emit_json(records)
+            return
+        if not records:
+            click.echo("Nothing is forgotten.")
+        for r in records:
+            what = f"entry {r['entry_id']} in session {r['session_id']}" if r.get("entry_id") else \
+                f"session {r['session_id']}"
+            click.echo(f"{_local_time(r['at'])}  {what}")
+        return
+    if not entry_id and not session_id:
+        raise UserError("name an entry or a session (e.g. pimem forget c3d4e5f6, or pimem forget --session ID)")
+    conn = open_index(locations)
+    if entry_id:
+        record = forget.forget_entry(conn, locations, entry_id, session_id)
+    else:
+        record = forget.forget_session(conn, locations, session_id)
+    if as_json:
+        emit_json(record)
+    else:
+        what = f"entry {entry_id}" if entry_id else "session"
+        click.echo(f"Forgot {what} in session {record['session_id']} (undo: pimem unforget "
+                   f"{entry_id + ' ' if entry_id else ''}--session {record['session_id']})")
+
+
+@cli.command()
+@click.argument("entry_id", required=False)
+@common
+@click.option("--session", "session_id", metavar="ID", help="The entry's session, or alone: the whole session")
+def unforget(locations: Locations, entry_id, session_id):
+    """Undo a forget: the entry or session comes back in results.
+
+    \b
+    Examples:
+        pimem unforget c3d4e5f6
+        pimem unforget --session 0b6e6f2c-8d2b-4a43-9b3b-1f1f2c6a7d01
+    """
+    from . import forget
+
+    if not entry_id and not session_id:
+        raise UserError("name an entry or a session (e.g. pimem unforget c3d4e5f6, or pimem unforget --session ID)")
+    conn = open_index(locations)
+    record = forget.unforget(conn, locations, entry_id, session_id)
+    what = f"entry {entry_id}" if entry_id else "session"
+    click.echo(f"Restored {what} in session {record['session_id']}")
 
 
 def search_options(fn):

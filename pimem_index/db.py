@@ -15,6 +15,7 @@ BUSY_TIMEOUT_MS = 30_000
 OperationalError = sqlite3.OperationalError
 IntegrityError = sqlite3.IntegrityError
 DatabaseError = sqlite3.DatabaseError
+ProgrammingError = sqlite3.ProgrammingError
 Connection = sqlite3.Connection
 
 

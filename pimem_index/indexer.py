@@ -20,7 +20,7 @@ from typing import Callable, Iterable, Iterator
 
 import orjson
 
-from . import db, journal, store
+from . import db, forget, journal, store
 from .locations import Locations
 from .redact import redact
 
@@ -83,20 +83,27 @@ class _Batch:
     head: tuple[int, int] | None = None
     tail: tuple[int, int, int] | None = None
     last_timestamp: str | None = None
+    forgotten_session: bool = False
 
 
 class _Conflict(Exception):
     """Another indexer moved this journal's cursor since we looked: look again."""
 
 
-def index_journal(conn: db.Connection, path: str | Path) -> IndexReport:
-    """Bring one journal's rows up to date with its complete lines."""
+def index_journal(conn: db.Connection, path: str | Path, *,
+                  forgotten: forget.Forgotten | None = None) -> IndexReport:
+    """Bring one journal's rows up to date with its complete lines.
+
+    Entries in `forgotten` (by default, the decisions file in the agent folder) are skipped.
+    """
     started = time.perf_counter()
     path = os.path.abspath(os.fspath(path))
+    if forgotten is None:
+        forgotten = forget.load()
     report = IndexReport()
     for _attempt in range(20):
         try:
-            _index_journal_once(conn, path, report)
+            _index_journal_once(conn, path, report, forgotten)
             break
         except _Conflict:
             continue
@@ -135,7 +142,8 @@ def _needs_reset(row, st: os.stat_result, fh) -> bool:
     return False
 
 
-def _index_journal_once(conn: db.Connection, path: str, report: IndexReport) -> None:
+def _index_journal_once(conn: db.Connection, path: str, report: IndexReport,
+                        forgotten: forget.Forgotten) -> None:
     row = _file_row(conn, path)
     try:
         fh = open(path, "rb")
@@ -146,6 +154,7 @@ def _index_journal_once(conn: db.Connection, path: str, report: IndexReport) -> 
     with fh:
         st = os.fstat(fh.fileno())
         reset = False
+        session_id = None
         if row is None:
             start, start_line = 0, 0
         else:
@@ -154,9 +163,10 @@ def _index_journal_once(conn: db.Connection, path: str, report: IndexReport) -> 
                 return
             reset = _needs_reset(row, st, fh)
             start, start_line = (0, 0) if reset else (row[1], row[2])
+            session_id = None if reset else row[12]
         expected = None if row is None else (row[0], row[1])
         touched = False
-        for batch in _prefetch(_batches(fh, start, start_line, st.st_size)):
+        for batch in _prefetch(_batches(fh, start, start_line, st.st_size, session_id, forgotten)):
             file_id = _write_batch(conn, path, st, batch, expected, reset)
             touched = True
             if reset:
@@ -190,8 +200,10 @@ def _touch(conn: db.Connection, file_id: int, st: os.stat_result, cursor: int) -
         raise
 
 
-def _batches(fh, start: int, start_line: int, size: int) -> Iterator[_Batch]:
+def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
+             forgotten: forget.Forgotten) -> Iterator[_Batch]:
     """Parse complete lines from `start` up to `size` in batches; an incomplete last line waits."""
+    state = _LineState(session_id, forgotten)
     fh.seek(start)
     offset = start
     lineno = start_line
@@ -222,7 +234,7 @@ def _batches(fh, start: int, start_line: int, size: int) -> Iterator[_Batch]:
                 skipping = False
                 batch.malformed += 1
             else:
-                text_bytes += _take_line(batch, line, line_offset, lineno)
+                text_bytes += _take_line(batch, line, line_offset, lineno, state)
             batch.end = offset
             batch.lines += 1
             if len(batch.rows) >= BATCH_ENTRIES or text_bytes >= BATCH_TEXT_BYTES:
@@ -239,7 +251,15 @@ def _batches(fh, start: int, start_line: int, size: int) -> Iterator[_Batch]:
         yield batch
 
 
-def _take_line(batch: _Batch, line: bytes, offset: int, lineno: int) -> int:
+@dataclass
+class _LineState:
+    """What a line's meaning depends on beyond itself: the session it belongs to."""
+
+    session_id: str | None
+    forgotten: forget.Forgotten
+
+
+def _take_line(batch: _Batch, line: bytes, offset: int, lineno: int, state: _LineState) -> int:
     """Add one line to the batch; returns the bytes of text it adds to the term index."""
     if lineno == 1:
         batch.head = (len(line), journal.fingerprint(line))
@@ -253,6 +273,9 @@ def _take_line(batch: _Batch, line: bytes, offset: int, lineno: int) -> int:
         batch.malformed += 1
         return 0
     if isinstance(item, journal.Entry):
+        if state.forgotten and state.forgotten.hides(state.session_id, item):
+            batch.forgotten_session = state.session_id in state.forgotten.sessions
+            return 0
         text = item.text
         batch.rows.append((
             item.id, item.parent_id, item.timestamp, item.kind, item.role, item.tool,
@@ -266,6 +289,8 @@ def _take_line(batch: _Batch, line: bytes, offset: int, lineno: int) -> int:
     if isinstance(item, journal.Header):
         if batch.header is None or item.session_id:
             batch.header = item
+        if item.session_id:
+            state.session_id = item.session_id
     elif isinstance(item, journal.SessionName):
         batch.name = item.name
     return 0
@@ -336,7 +361,7 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: _Batch, expected, r
                 "head_length = NULL, head_fingerprint = NULL, tail_offset = NULL, "
                 "tail_length = NULL, tail_fingerprint = NULL, last_timestamp = NULL, "
                 "session_id = NULL, cwd = NULL, started = NULL, parent_session = NULL, "
-                "name = NULL, version = NULL WHERE id = ?",
+                "name = NULL, version = NULL, forgotten = 0 WHERE id = ?",
                 (file_id,),
             )
         header = batch.header
@@ -370,11 +395,13 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: _Batch, expected, r
             "id": file_id, "cursor": batch.end, "lines": batch.lines, "n": len(batch.rows),
             "malformed": batch.malformed, "size": st.st_size, "mtime": st.st_mtime,
             "inode": st.st_ino, "now": _now(), "last_ts": batch.last_timestamp,
+            "forgotten": batch.forgotten_session,
         }
         sets = [
             "cursor = :cursor", "lines = lines + :lines", "entry_count = entry_count + :n",
             "malformed = malformed + :malformed", "size = :size", "mtime = :mtime",
             "inode = :inode", "indexed_at = :now", "needs_reindex = 0",
+            "forgotten = forgotten OR :forgotten",
             "last_timestamp = COALESCE(:last_ts, last_timestamp)",
         ]
         if batch.head is not None:
@@ -504,10 +531,11 @@ def index_all(
     """Index the given journals, or backfill every journal newest first under the lease."""
     started = time.perf_counter()
     report = IndexReport()
+    forgotten = forget.load(locations.memory_dir)
     if journals is not None:
         journals = list(journals)
         for done, path in enumerate(journals, 1):
-            report.add(index_journal(conn, path))
+            report.add(index_journal(conn, path, forgotten=forgotten))
             if progress:
                 progress(done, len(journals), Path(path))
         report.seconds = time.perf_counter() - started
@@ -523,7 +551,7 @@ def index_all(
         report.removed += remove_missing(conn)
         total = len(paths)
         for done, path in enumerate(paths, 1):
-            report.add(index_journal(conn, path))
+            report.add(index_journal(conn, path, forgotten=forgotten))
             if progress:
                 progress(done, total, path)
             if take_lease(conn, owner) is not None:
@@ -560,3 +588,45 @@ def _record_backfill(conn: db.Connection, total: int, done: int, complete: bool)
 
 def _now() -> str:
     return journal.iso_utc(datetime.now(timezone.utc))
+
+
+def optimize(conn: db.Connection) -> None:
+    """Merge the term index's segments into one after a bulk build (smaller and faster to query)."""
+    conn.execute("INSERT INTO entries_fts (entries_fts) VALUES ('optimize')")
+
+
+def rebuild(locations: Locations, progress: Callable[[int, int, Path], None] | None = None) -> IndexReport:
+    """Build a new index beside the live one, then copy it in as one transaction.
+
+    SQLite's backup API replaces the live index's pages atomically, so a server reading it
+    sees the old index or the new one, never an empty or half-built one; a rebuild killed
+    midway leaves the old index as it was.
+    """
+    live = Path(locations.db_path)
+    live.parent.mkdir(parents=True, exist_ok=True)
+    for leftover in live.parent.glob(f"{live.name}.rebuild-*"):
+        leftover.unlink(missing_ok=True)
+    tmp = live.parent / f"{live.name}.rebuild-{os.getpid()}"
+    new = store.open_index(tmp)
+    try:
+        report = index_all(new, locations, progress=progress)
+        optimize(new)
+        if live.exists():
+            target = store.open_index(live)
+            try:
+                new.backup(target)
+            finally:
+                target.close()
+        else:
+            for suffix in ("-wal", "-shm"):
+                Path(f"{live}{suffix}").unlink(missing_ok=True)
+            new.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            new.close()
+            os.replace(tmp, live)
+    finally:
+        try:
+            new.close()
+        except db.ProgrammingError:
+            pass
+        store.delete_index_files(tmp)
+    return report

@@ -41,7 +41,8 @@ CREATE TABLE IF NOT EXISTS files (
     tail_fingerprint INTEGER,
     last_timestamp TEXT,
     indexed_at TEXT,
-    needs_reindex INTEGER NOT NULL DEFAULT 0
+    needs_reindex INTEGER NOT NULL DEFAULT 0,
+    forgotten INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS files_cwd ON files(cwd);
 CREATE INDEX IF NOT EXISTS files_session_id ON files(session_id);
@@ -84,7 +85,7 @@ SELECT
     files.parent_session,
     files.path AS journal
 FROM files
-WHERE files.session_id IS NOT NULL;
+WHERE files.session_id IS NOT NULL AND NOT files.forgotten;
 """
 
 
