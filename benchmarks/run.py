@@ -652,6 +652,16 @@ class Bench:
                     self.log(f"  API search answered {st}: {body[:200]!r}")
                 else:
                     self.wait_indexed(c, token, timeout=600)
+                    found = total = 0
+                    for rec in (self.manifest or {}).get("needles", [])[:20]:  # correctness through the API
+                        p = rec["placements"][0]
+                        st, body = self.http_get(c, self.api_path({"q": rec["word"], "cwd": p["cwd"]}), token)
+                        total += 1
+                        with contextlib.suppress(ValueError):
+                            found += any(h.get("id") == p["entry_id"] for h in json.loads(body).get("results", []))
+                    if total:
+                        self.details["api_needles_found"] = f"{found}/{total}"
+                        self.log(f"  API: {found}/{total} needles found")
                     for q in qs:
                         self.http_get(c, self.api_path(q), token)
                     times = []
@@ -678,6 +688,7 @@ class Bench:
             if not self.wait_ready(port, token, proc):
                 self.unavailable(keys[2:], "pimem serve (backfill) did not answer")
                 return
+            self.details["serve_ready_seconds"] = round(time.perf_counter() - t0, 2)
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
             times, statuses = [], {}
             complete_at = None
