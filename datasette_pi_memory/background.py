@@ -1,0 +1,103 @@
+"""Background indexing: a supervised `pimem index --watch` child process.
+
+Parsing, redaction and FTS writes happen in a separate process, so they never hold the
+server's event loop or GIL; the child writes in short transactions (pimem_index's batches)
+so pages and the API stay responsive. The supervisor restarts the child if it dies and
+terminates it on shutdown; on Linux the child also gets SIGTERM if the server dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+
+logger = logging.getLogger("datasette_pi_memory")
+
+INTERVAL_SECONDS = 1.0
+RESTART_DELAYS = (1, 2, 5, 10, 30)
+STOP_GRACE_SECONDS = 5.0
+
+_children: dict = {}
+_stopping: set = set()
+
+
+def command(locations) -> list[str]:
+    """The child's command line: the same index and journal folders as the server."""
+    cmd = [sys.executable, "-m", "pimem_index", "index", "--watch",
+           "--interval", str(INTERVAL_SECONDS), "--db", str(locations.db_path)]
+    for folder in locations.extra_dirs:
+        cmd += ["--sessions-dir", str(folder)]
+    return cmd
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+async def _supervise(datasette, locations) -> None:
+    failures = 0
+    cmd = command(locations)
+    while id(datasette) not in _stopping:
+        kwargs = {}
+        if sys.platform.startswith("linux"):
+            kwargs["preexec_fn"] = _die_with_parent
+        proc = await asyncio.create_subprocess_exec(
+            *cmd, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, **kwargs
+        )
+        _children[id(datasette)] = proc
+        try:
+            code = await proc.wait()
+        except asyncio.CancelledError:
+            await _terminate(proc)
+            raise
+        finally:
+            _children.pop(id(datasette), None)
+        if id(datasette) in _stopping:
+            return
+        delay = RESTART_DELAYS[min(failures, len(RESTART_DELAYS) - 1)]
+        failures += 1
+        logger.warning("pi-memory indexer exited with status %s; restarting in %ss", code, delay)
+        await asyncio.sleep(delay)
+
+
+async def _terminate(proc) -> None:
+    if proc.returncode is not None:
+        return
+    try:
+        proc.terminate()
+    except ProcessLookupError:
+        return
+    try:
+        await asyncio.wait_for(proc.wait(), STOP_GRACE_SECONDS)
+    except asyncio.TimeoutError:
+        try:
+            proc.kill()
+        except ProcessLookupError:
+            return
+        await proc.wait()
+
+
+def start(datasette, pm) -> None:
+    """Register the supervised indexer with Datasette's background tasks."""
+    locations = pm.locations
+
+    async def pi_memory_indexer(ds):
+        await _supervise(ds, locations)
+
+    pm.indexer = datasette.add_background_task(pi_memory_indexer, name="pi-memory-indexer")
+
+
+async def stop(datasette) -> None:
+    """Terminate the child now (shutdown hooks run before background tasks are cancelled)."""
+    _stopping.add(id(datasette))
+    proc = _children.get(id(datasette))
+    if proc is not None:
+        await _terminate(proc)

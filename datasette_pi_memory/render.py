@@ -1,0 +1,81 @@
+"""The render hook: an entry's redacted journal text beside its pointer on the entries pages.
+
+Only Datasette's own table and row pages for the `entries` table of the index database
+qualify (custom SQL passes table=None and is never acted on). The pointer is looked up
+by the row's primary key in the index's entries table, never taken from cell values, and
+pimem_index.browse refuses journals outside the journal folders.
+
+The text goes in the `length` cell: offset and length are the pointer into the journal,
+and the text is what those bytes say. The number stays visible and sortable.
+"""
+
+from __future__ import annotations
+
+import os
+
+from markupsafe import Markup, escape
+
+from pimem_index import browse
+
+from .state import ACTION, state
+
+RENDER_TABLE = "entries"
+RENDER_COLUMN = "length"
+PREVIEW_CHARS = 400
+
+
+def _same_file(a, b) -> bool:
+    try:
+        return os.path.realpath(a) == os.path.realpath(b)
+    except (OSError, TypeError):
+        return False
+
+
+def entry_cell(row, column, table, pks, database, datasette, request):
+    if table != RENDER_TABLE or column != RENDER_COLUMN or request is None or not database:
+        return None
+    pm = state(datasette)
+    if database != pm.settings.database:
+        return None
+    ds_db = datasette.databases.get(database)
+    if ds_db is None or not ds_db.path or not _same_file(ds_db.path, pm.locations.db_path):
+        return None
+    if list(pks or ()) != ["rowid"]:
+        return None
+    try:
+        rowid = int(row["rowid"])
+        length = row["length"]
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+
+    async def inner():
+        if not await datasette.allowed(action=ACTION, actor=request.actor):
+            return None
+        data = await pm.run(browse.entry_text, pm.locations, rowid, PREVIEW_CHARS)
+        if data is None:
+            return None
+        return cell_html(datasette, data, length)
+
+    return inner()
+
+
+def cell_html(datasette, data: dict, length) -> Markup:
+    read_url = datasette.urls.path("/-/pi-memory/read") + "?" + _qs(id=data["id"], session_id=data["session_id"])
+    parts = [f'{escape(str(length))}<div class="pi-memory-cell" '
+             'style="margin-top:0.3em;max-width:40em;font-size:0.85em">']
+    if data["unavailable"]:
+        parts.append(f"<em>{escape(data['text'])}</em>")
+    else:
+        text = data["text"]
+        more = " …" if data["truncated"] else ""
+        parts.append(f'<div style="white-space:pre-wrap;max-height:12em;overflow:auto">{escape(text)}{more}</div>')
+        label = f"read all {data['total_chars']:,} characters" if data["truncated"] else "read"
+        parts.append(f'<a href="{escape(read_url)}">{label}</a>')
+    parts.append("</div>")
+    return Markup("".join(parts))
+
+
+def _qs(**params) -> str:
+    from urllib.parse import urlencode
+
+    return urlencode({k: v for k, v in params.items() if v is not None})

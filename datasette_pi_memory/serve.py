@@ -1,0 +1,144 @@
+"""`pimem serve` and `pimem token`: Datasette on the index with this plugin, and the agent's token.
+
+`serve` runs Datasette's own `serve` command in this process, so the server behaves
+exactly like `datasette serve` (startup, lifespan, `--root` login link, uvicorn) with the
+arguments pimem decides: the index file (mutable), a persistent secret, the package's
+metadata.yaml, and a configuration that keeps anonymous visitors out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import os
+import secrets
+import tempfile
+from pathlib import Path
+
+import click
+
+from pimem_index import db, store
+from pimem_index.errors import UserError
+from pimem_index.locations import Locations
+
+from .state import ACTION, AGENT_ID, PLUGIN
+
+METADATA = Path(__file__).with_name("metadata.yaml")
+SECRET_FILE = "secret"
+METADATA_DATABASE = "history"
+
+
+def ensure_secret(locations: Locations) -> str:
+    """The server secret in <agent folder>/pi-memory/secret (0600, folder 0700), made once.
+
+    Tokens and the root login cookie are signed with it, so they survive restarts.
+    The file appears atomically (hard link of a finished temporary file), so a
+    concurrent `pimem token` and `pimem serve` agree on one secret.
+    """
+    folder = locations.ensure_memory_dir()
+    path = folder / SECRET_FILE
+    for _attempt in range(3):
+        try:
+            value = path.read_text().strip()
+        except FileNotFoundError:
+            value = None
+        if value:
+            if path.stat().st_mode & 0o077:
+                os.chmod(path, 0o600)
+            return value
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".secret-")
+        try:
+            os.fchmod(fd, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(secrets.token_hex(32) + "\n")
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                if value == "":  # an empty file left by something else: replace it
+                    os.replace(tmp, path)
+                    tmp = None
+        finally:
+            if tmp is not None:
+                os.unlink(tmp)
+    raise UserError(f"could not create the server secret {path}; check that folder's permissions")
+
+
+def make_token(locations: Locations) -> str:
+    """A signed Datasette API token (dstok_...) for the agent's actor, restricted to pi-memory-read."""
+    from datasette.app import Datasette
+    from datasette.tokens import TokenRestrictions
+
+    secret = ensure_secret(locations)
+
+    async def create() -> str:
+        ds = Datasette(secret=secret)
+        try:
+            # Before startup the action is written by its full name, which every version reads.
+            restrictions = TokenRestrictions().allow_all(ACTION)
+            return await ds.create_token(AGENT_ID, restrictions=restrictions)
+        finally:
+            ds.close()
+
+    return asyncio.run(create())
+
+
+def metadata_and_config(locations: Locations, database: str, background_index: bool) -> tuple[dict, dict]:
+    """metadata.yaml for this database name, and the configuration pimem serve runs with."""
+    from datasette.utils import parse_metadata
+
+    metadata = parse_metadata(METADATA.read_text()) if METADATA.exists() else {}
+    metadata = copy.deepcopy(metadata)
+    databases = metadata.get("databases") or {}
+    if METADATA_DATABASE in databases and database != METADATA_DATABASE:
+        databases[database] = databases.pop(METADATA_DATABASE)
+    db_meta = databases.get(database) or {}
+    # Stored (canned) queries are configuration in Datasette 1.0; metadata keeps the words.
+    queries = db_meta.pop("queries", None)
+    config: dict = {
+        # Only authenticated actors (root via the login link, the agent's token) see the
+        # instance: anonymous visitors get no index metadata and no SQL.
+        "allow": {"id": "*"},
+        "allow_sql": {"id": "*"},
+        "plugins": {
+            PLUGIN: {
+                "db": str(locations.db_path),
+                "database": database,
+                "sessions_dirs": [str(d) for d in locations.extra_dirs],
+                "background_index": background_index,
+            }
+        },
+    }
+    if queries:
+        config["databases"] = {database: {"queries": queries}}
+    return metadata, config
+
+
+def serve(locations: Locations, host: str = "127.0.0.1", port: int = 8001,
+          background_index: bool = True) -> None:
+    """Run Datasette with this plugin on the index until interrupted."""
+    from datasette.cli import serve as datasette_serve
+
+    try:
+        store.open_index(locations.db_path).close()
+    except db.DatabaseError as e:
+        raise UserError(f"{locations.db_path} is not a pimem index ({e}); point --db elsewhere or delete it") from None
+    secret = ensure_secret(locations)
+    database = Path(locations.db_path).stem
+    metadata, config = metadata_and_config(locations, database, background_index)
+    with tempfile.TemporaryDirectory(prefix="pimem-serve-") as tmp:
+        config_path = Path(tmp) / "datasette.json"
+        metadata_path = Path(tmp) / "metadata.json"
+        config_path.write_text(json.dumps(config, indent=2))
+        metadata_path.write_text(json.dumps(metadata, indent=2))
+        base = f"http://{host}:{port}"
+        click.echo(f"Pi memory: {base}/-/pi-memory  (index {locations.db_path})")
+        folders = ", ".join(str(d) for d in locations.sessions_dirs)
+        click.echo(f"Journals:  {folders}")
+        click.echo(f"API token for the Pi tool: pimem token  (Authorization: Bearer ...)")
+        click.echo("Log in as root (reviewer) with this link, valid once:")
+        args = [
+            str(locations.db_path), "--host", host, "--port", str(port), "--root",
+            "--secret", secret, "-c", str(config_path), "-m", str(metadata_path),
+        ]
+        datasette_serve.main(args=args, prog_name="pimem serve", standalone_mode=False)
