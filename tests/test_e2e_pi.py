@@ -317,8 +317,11 @@ def test_memory_context_end_to_end_with_real_pi(stack):
     results = _tool_results(s2, "memory_context")
     assert len(results) == 2, f"expected a search and a read in session 2, got: {results}\nsearch saw: {seen}"
     search, read = results
+    print(f"--- session 2 search ---\n{search['text']}\n--- session 2 read ---\n{read['text']}")
     assert not search["isError"], search["text"]
     assert s1_id in search["text"], f"search did not find session 1:\n{search['text']}"
+    # the tool passes its own journal, so the search call written a moment ago is found too
+    assert _header(s2)["id"] in search["text"], f"the current journal was not indexed first:\n{search['text']}"
     assert not read["isError"], read["text"]
     assert fact in read["text"], f"read did not return session 1's text verbatim:\n{read['text']}"
     # the model got the same text Pi recorded
@@ -337,6 +340,7 @@ def test_memory_context_end_to_end_with_real_pi(stack):
     stack.run_pi(stack.project_b, "What did we note down in this project last time?")
     s3 = stack.new_journal(before, stack.project_b)
     [other] = _tool_results(s3, "memory_context")
+    print(f"--- session 3 search ---\n{other['text']}")
     assert not other["isError"], other["text"]
     assert fact not in other["text"], f"project B saw project A's fact:\n{other['text']}"
     assert s1_id not in other["text"] and str(stack.project_a) not in other["text"], other["text"]
