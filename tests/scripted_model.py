@@ -28,6 +28,7 @@ import itertools
 import json
 import os
 import shutil
+import subprocess
 import threading
 import time
 from collections import deque
@@ -317,8 +318,16 @@ def find_pi() -> tuple[Path | None, str]:
     Looked up in order: `$PIMEM_PI_BIN`; `node_modules/.bin/pi` under
     pimem_index/pi_extension (installed by `npm ci` there) or the repository root; PATH.
     """
-    if shutil.which("node") is None:
-        return None, "node is not installed (Pi needs Node 20+): install nodejs, then `npm ci --prefix pimem_index/pi_extension`"
+    node = shutil.which("node")
+    if node is None:
+        return None, "node is not installed (Pi needs Node 20.6+): install nodejs, then `npm ci --prefix pimem_index/pi_extension`"
+    try:
+        version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+        major, minor = (int(x) for x in version.lstrip("v").split(".")[:2])
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None, "`node --version` failed; Pi needs Node 20.6+"
+    if (major, minor) < (20, 6):
+        return None, f"node {version} is too old: Pi {PI_VERSION} needs Node 20.6+"
     env = os.environ.get("PIMEM_PI_BIN")
     if env:
         path = Path(os.path.expanduser(env))
