@@ -9,7 +9,7 @@ from datasette import Forbidden, NotFound, Response
 from pimem_index import db
 from pimem_index.errors import UserError
 
-from . import api
+from . import api, html
 from .state import ACTION, state
 
 logger = logging.getLogger("datasette_pi_memory")
@@ -50,6 +50,181 @@ async def ensure_pages_allowed(datasette, request) -> None:
                         "with the link pimem serve printed")
 
 
+# ---- pages -----------------------------------------------------------------------------------
+
+KIND_LABELS = {
+    "user": "User", "assistant": "Assistant", "tool_result": "Tool result", "bash": "Bash",
+    "custom": "Extension message", "compaction": "Compaction", "branch_summary": "Branch summary",
+}
+FOLD_CHARS = 1200
+
+
+async def render(datasette, request, template: str, context: dict, status: int = 200) -> Response:
+    base = {
+        "pm_urls": _urls(datasette),
+        "when": html.when,
+        "qs": html.qs,
+        "highlight": html.highlight,
+        "kind_labels": KIND_LABELS,
+        "fold_chars": FOLD_CHARS,
+    }
+    body = await datasette.render_template(template, {**base, **context}, request=request)
+    return Response.html(body, status=status, headers={"cache-control": "no-store"})
+
+
+def _urls(datasette) -> dict:
+    path = datasette.urls.path
+    return {
+        "home": path("/-/pi-memory"),
+        "search": path("/-/pi-memory/search"),
+        "summaries": path("/-/pi-memory/summaries"),
+        "read": path("/-/pi-memory/read"),
+        "sessions": path("/-/pi-memory/sessions/"),
+    }
+
+
+def _overview(conn, locations):
+    from pimem_index import browse, query
+
+    return {
+        "status": query.status(conn, locations),
+        "indexing": query.indexing_state(conn, locations),
+        "activity": browse.activity(conn, days=60),
+        "recent": browse.recent_sessions(conn, locations, limit=15),
+        "projects": browse.projects(conn, limit=50),
+    }
+
+
+async def index_page(datasette, request):
+    await ensure_pages_allowed(datasette, request)
+    pm = state(datasette)
+    data = await pm.run(_overview, pm.locations)
+    max_scope = pm.max_scope_for(request.actor)
+    return await render(datasette, request, "pi_memory_index.html", {
+        **data,
+        "chart": html.activity_svg(data["activity"]),
+        "scopes": _scopes(max_scope),
+        "scope": _page_default_scope(max_scope),
+        "locations": pm.locations,
+        "empty": data["status"]["journals_total"] == 0,
+        "folders_exist": [(str(d), d.is_dir()) for d in pm.locations.sessions_dirs],
+    })
+
+
+def _scopes(max_scope: str) -> list[str]:
+    from pimem_index.query import SCOPES
+
+    return list(SCOPES[: SCOPES.index(max_scope) + 1])
+
+
+def _page_default_scope(max_scope: str) -> str:
+    return "global" if max_scope == "global" else api.default_scope(max_scope)
+
+
+def _search_page_data(conn, locations, action, params: api.Params, max_scope, searched: bool):
+    from pimem_index import browse
+
+    out = {"projects": browse.projects(conn, limit=200), "reply": None, "error": None}
+    if params.scope == "project" and not params.cwd and out["projects"]:
+        params.cwd = out["projects"][0]["cwd"]
+    if searched:
+        try:
+            out["reply"] = api.call(conn, locations, action, params, max_scope)
+        except UserError as e:
+            out["error"] = str(e)
+    return out
+
+
+async def search_page(datasette, request):
+    return await _search_or_summaries(datasette, request, "search")
+
+
+async def _search_or_summaries(datasette, request, action: str):
+    await ensure_pages_allowed(datasette, request)
+    pm = state(datasette)
+    max_scope = pm.max_scope_for(request.actor)
+    params = api.Params.from_request(request)
+    params.journal = None  # the pages do not index on demand
+    params.scope = params.scope or _page_default_scope(max_scope)
+    params.limit = params.limit or "20"
+    searched = action == "summaries" or "q" in request.args or bool(params.kinds)
+    data = await pm.run(_search_page_data, pm.locations, action, params, max_scope, searched)
+    from pimem_index import journal
+
+    kinds = journal.SUMMARY_KINDS if action == "summaries" else journal.KINDS
+    return await render(datasette, request, "pi_memory_search.html", {
+        **data,
+        "action": action,
+        "params": params,
+        "scopes": _scopes(max_scope),
+        "kinds": kinds,
+        "title": "Summaries" if action == "summaries" else "Search",
+    }, status=400 if data["error"] else 200)
+
+
+async def summaries_page(datasette, request):
+    return await _search_or_summaries(datasette, request, "summaries")
+
+
+def _read_data(conn, locations, params: api.Params, max_scope):
+    from pimem_index import query
+
+    return query.read(conn, locations, params.id or "", session_id=params.session_id, cwd=params.cwd,
+                      scope=params.scope, offset=params.offset, max_scope=max_scope)
+
+
+async def read_page(datasette, request):
+    await ensure_pages_allowed(datasette, request)
+    pm = state(datasette)
+    max_scope = pm.max_scope_for(request.actor)
+    params = api.Params.from_request(request)
+    if not params.id:
+        return await render(datasette, request, "pi_memory_read.html", {
+            "params": params, "reply": None, "error": "Which entry? Open one from a search (e.g. read?id=c3d4e5f6)"}, status=400)
+    if params.scope is None:
+        params.scope = "session" if params.session_id else _page_default_scope(max_scope)
+    error = None
+    reply = None
+    try:
+        if params.scope == "project" and not params.cwd:
+            raise UserError("scope 'project' needs cwd (e.g. cwd=/home/u/Apps/prjct)")
+        reply = await pm.run(_read_data, pm.locations, params, max_scope)
+    except UserError as e:
+        error = str(e)
+    return await render(datasette, request, "pi_memory_read.html", {
+        "params": params, "reply": reply, "error": error,
+    }, status=400 if error else 200)
+
+
+def _session_data(conn, locations, session_id, offset):
+    from pimem_index import browse
+
+    return browse.session(conn, locations, session_id, offset=offset)
+
+
+async def session_page(datasette, request):
+    await ensure_pages_allowed(datasette, request)
+    pm = state(datasette)
+    session_id = request.url_vars["session_id"]
+    try:
+        offset = int(request.args.get("offset") or 0)
+        if offset < 0:
+            raise ValueError
+    except ValueError:
+        return await render(datasette, request, "pi_memory_read.html", {
+            "params": api.Params(), "reply": None,
+            "error": "offset must be a whole number, 0 or more (e.g. offset=200)"}, status=400)
+    data = await pm.run(_session_data, pm.locations, session_id, offset)
+    if data is None:
+        raise NotFound(f"No indexed session {session_id}")
+    return await render(datasette, request, "pi_memory_session.html", {"session": data})
+
+
 ROUTES = [
     (r"^/-/pi-memory/api/(?P<action>search|read|summaries|status)$", api_view),
+    (r"^/-/pi-memory/?$", index_page),
+    (r"^/-/pi-memory/search$", search_page),
+    (r"^/-/pi-memory/summaries$", summaries_page),
+    (r"^/-/pi-memory/read$", read_page),
+    (r"^/-/pi-memory/sessions/(?P<session_id>[^/]+)$", session_page),
 ]

@@ -1,0 +1,579 @@
+"""The Datasette plugin through a real Datasette: permissions, the JSON API, pages, the render hook.
+
+Every positive check sits beside a must-not: what anonymous visitors, wrong tokens, other
+actors, custom SQL and paths outside the journal folders must never get.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from datasette.tokens import TokenRestrictions
+from datasette_test import Datasette
+
+from pimem_index import indexer, store
+from pimem_index.indexer import index_all
+
+from datasette_pi_memory.serve import ensure_secret, make_token
+from datasette_pi_memory.state import ACTION, PLUGIN
+
+HERON = "heron pipeline deploy notes"
+FLUENT = "kestrel migration only in the fluenty project"
+CANARY = "CANARY-7f3e9b-outside-the-journal-folders"
+ROOT = {"id": "root"}
+API = ("search", "read", "summaries", "status")
+
+
+def make_datasette(locations, plugin_config=None, **kwargs) -> Datasette:
+    config = {"background_index": False, **(plugin_config or {})}
+    ds = Datasette([str(locations.db_path)], secret=ensure_secret(locations),
+                   plugin_config={PLUGIN: config}, **kwargs)
+    ds.root_enabled = True  # what `pimem serve` gets from Datasette's --root
+    return ds
+
+
+@pytest.fixture
+def world(conn, locations, new_journal, home):
+    """Two projects with a full conversation each, indexed."""
+    a = new_journal("Apps/prjct")
+    ids = {"user": a.user(f"please look at the {HERON}")}
+    ids["assistant"] = a.assistant("Running the tests now", tool_calls=[("bash", {"command": "pytest -q"})])
+    ids["tool_result"] = a.tool_result("bash", "heron ok\n" + "\n".join(f"line {i} of output" for i in range(400)))
+    ids["bash"] = a.bash("ls -la", "total 0")
+    ids["compaction"] = a.compaction("Summary: the heron pipeline was fixed", tokens_before=123456)
+    ids["branch_summary"] = a.branch_summary("Branch explored the heron rollback")
+    ids["script"] = a.user("show <script>alert('x')</script> heron markup")
+    b = new_journal("Apps/fluenty")
+    other = b.user(FLUENT)
+    index_all(conn, locations)
+    return {"a": a, "b": b, "ids": ids, "other": other, "cwd_a": str(home / "Apps/prjct"),
+            "cwd_b": str(home / "Apps/fluenty")}
+
+
+@pytest_asyncio.fixture
+async def ds(locations, world):
+    datasette = make_datasette(locations)
+    await datasette.invoke_startup()
+    yield datasette
+    await datasette.invoke_shutdown()
+
+
+@pytest.fixture
+def token(locations) -> str:
+    return make_token(locations)
+
+
+def bearer(token: str) -> dict:
+    return {"headers": {"Authorization": f"Bearer {token}"}}
+
+
+def api_path(action: str, world, **params) -> str:
+    from urllib.parse import urlencode
+
+    base = {"q": "heron", "cwd": world["cwd_a"]}
+    if action == "read":
+        base = {"id": world["ids"]["user"], "cwd": world["cwd_a"]}
+    if action == "status":
+        base = {}
+    base.update(params)
+    return f"/-/pi-memory/api/{action}?{urlencode(base, doseq=True)}"
+
+
+# ---- permissions on every route ---------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_the_action_is_registered(ds):
+    assert ACTION in ds.actions
+    assert ds.actions[ACTION].description == "Read Pi journal text"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("action", API)
+async def test_api_needs_permission(ds, world, token, action):
+    path = api_path(action, world)
+    anon = await ds.client.get(path)
+    assert anon.status_code == 401
+    assert "heron" not in anon.text and "error" in anon.json()
+
+    bad = await ds.client.get(path, **bearer("dstok_" + "x" * 40))
+    assert bad.status_code == 401 and "heron" not in bad.text
+
+    forged = await ds.client.get(path, **bearer(token[:-4] + "AAAA"))
+    assert forged.status_code == 401 and "heron" not in forged.text
+
+    other = await ds.client.get(path, actor={"id": "alice"})
+    assert other.status_code == 403 and "heron" not in other.text
+
+    agent = await ds.client.get(path, **bearer(token))
+    assert agent.status_code == 200, agent.text
+    root = await ds.client.get(path, actor=ROOT)
+    assert root.status_code == 200, root.text
+    if action != "status":
+        assert "heron" in root.text.lower() and "heron" in agent.text.lower()
+
+
+PAGES = ("/-/pi-memory", "/-/pi-memory/search?q=heron&scope=global", "/-/pi-memory/summaries?scope=global",
+         "/-/pi-memory/read?id={user}&session_id={sid}")
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("page", PAGES + ("/-/pi-memory/sessions/{sid}",))
+async def test_pages_need_permission(ds, world, page):
+    path = page.format(user=world["ids"]["user"], sid=world["a"].session_id)
+    for kwargs in ({}, {"actor": {"id": "alice"}}):
+        denied = await ds.client.get(path, **kwargs)
+        assert denied.status_code == 403, (path, kwargs)
+        assert "heron" not in denied.text.lower()
+    allowed = await ds.client.get(path, actor=ROOT)
+    assert allowed.status_code == 200, allowed.text
+    assert "heron" in allowed.text.lower()
+
+
+@pytest.mark.asyncio
+async def test_a_token_for_another_action_reads_nothing(ds, world, locations):
+    other = await ds.create_token("pi-agent", restrictions=TokenRestrictions().allow_all("view-instance"))
+    for action in API:
+        res = await ds.client.get(api_path(action, world), **bearer(other))
+        assert res.status_code == 403, (action, res.text)
+        assert "heron" not in res.text
+    page = await ds.client.get("/-/pi-memory", **bearer(other))
+    assert page.status_code == 403
+
+
+@pytest.mark.asyncio
+async def test_the_agent_token_opens_nothing_else(ds, world, token):
+    for path in ("/", "/history", "/history/entries.json", "/history/-/query.json?sql=select+1"):
+        res = await ds.client.get(path, **bearer(token))
+        assert res.status_code == 403, (path, res.status_code)
+
+
+@pytest.mark.asyncio
+async def test_make_token_survives_a_restart(locations, world, token):
+    for _ in range(2):  # two server lifetimes, one persistent secret
+        datasette = make_datasette(locations)
+        await datasette.invoke_startup()
+        res = await datasette.client.get(api_path("status", world), **bearer(token))
+        assert res.status_code == 200
+        await datasette.invoke_shutdown()
+    assert token.startswith("dstok_")
+    secret = locations.memory_dir / "secret"
+    assert secret.stat().st_mode & 0o777 == 0o600
+    assert locations.memory_dir.stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.asyncio
+async def test_a_different_secret_refuses_the_token(locations, world, token):
+    datasette = Datasette([str(locations.db_path)], secret="not-the-pimem-secret",
+                          plugin_config={PLUGIN: {"background_index": False}})
+    await datasette.invoke_startup()
+    res = await datasette.client.get(api_path("status", world), **bearer(token))
+    assert res.status_code == 401
+    await datasette.invoke_shutdown()
+
+
+@pytest.mark.asyncio
+async def test_menu_link_only_for_readers(ds):
+    root = await ds.client.get("/-/pi-memory", actor=ROOT)
+    assert 'href="/-/pi-memory">Pi memory</a>' in root.text
+    home_alice = await ds.client.get("/", actor={"id": "alice"})
+    assert 'href="/-/pi-memory">Pi memory</a>' not in home_alice.text
+
+
+# ---- the scope boundary -------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_agent_cannot_widen_to_global(ds, world, token):
+    res = await ds.client.get(api_path("search", world, scope="global"), **bearer(token))
+    assert res.status_code == 400
+    assert "wider than allowed" in res.json()["error"] and "kestrel" not in res.text
+    read = await ds.client.get(api_path("read", world, id=world["other"], scope="global"), **bearer(token))
+    assert read.status_code == 400 and "kestrel" not in read.text
+
+
+@pytest.mark.asyncio
+async def test_agent_read_of_another_projects_entry_is_not_found(ds, world, token):
+    res = await ds.client.get(api_path("read", world, id=world["other"]), **bearer(token))
+    assert res.status_code == 200
+    assert res.json()["status"] == "not_found" and "kestrel" not in res.text
+    own = await ds.client.get(api_path("read", world, id=world["other"], cwd=world["cwd_b"]), **bearer(token))
+    assert own.json()["status"] == "ok" and "kestrel" in own.json()["text"]
+
+
+@pytest.mark.asyncio
+async def test_agent_project_search_stays_in_its_project(ds, world, token):
+    res = await ds.client.get(api_path("search", world, q="kestrel"), **bearer(token))
+    assert res.json()["results"] == []
+    assert res.json()["root"] == world["cwd_a"]
+
+
+@pytest.mark.asyncio
+async def test_root_searches_globally(ds, world):
+    res = await ds.client.get(api_path("search", world, q="kestrel", scope="global"), actor=ROOT)
+    assert res.status_code == 200
+    assert [h["id"] for h in res.json()["results"]] == [world["other"]]
+
+
+@pytest.mark.asyncio
+async def test_configured_cap_for_other_actors(locations, world):
+    datasette = make_datasette(locations, permissions={ACTION: {"id": ["alice", "root"]}})
+    await datasette.invoke_startup()
+    alice = {"id": "alice"}
+    wide = await datasette.client.get(api_path("search", world, scope="global"), actor=alice)
+    assert wide.status_code == 400 and "heron" not in wide.text
+    narrow = await datasette.client.get(api_path("search", world), actor=alice)
+    assert narrow.status_code == 200 and narrow.json()["results"]
+    root = await datasette.client.get(api_path("search", world, scope="global"), actor=ROOT)
+    assert root.status_code == 200
+    bob = await datasette.client.get(api_path("search", world), actor={"id": "bob"})
+    assert bob.status_code == 403
+    await datasette.invoke_shutdown()
+
+
+@pytest.mark.asyncio
+async def test_agent_max_scope_session_is_configurable(locations, world, token):
+    datasette = make_datasette(locations, {"agent_max_scope": "session"})
+    await datasette.invoke_startup()
+    project = await datasette.client.get(api_path("search", world, scope="project"), **bearer(token))
+    assert project.status_code == 400 and "heron" not in project.text
+    default = await datasette.client.get(api_path("search", world, cwd=""), **bearer(token))
+    assert default.status_code == 400  # session scope needs a session: never silently widened
+    session = await datasette.client.get(
+        api_path("search", world, scope="session", session_id=world["a"].session_id), **bearer(token))
+    assert session.status_code == 200 and session.json()["results"]
+    await datasette.invoke_shutdown()
+
+
+# ---- the JSON shapes and bad arguments --------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_replies_have_the_contract_shapes(ds, world, token):
+    search = (await ds.client.get(api_path("search", world), **bearer(token))).json()
+    assert search["action"] == "search" and search["scope"] == "project" and search["match"] == "all"
+    keys = {"id", "session_id", "timestamp", "kind", "role", "tool", "cwd", "journal", "excerpt", "score"}
+    assert all(keys <= set(hit) for hit in search["results"])
+    assert search["indexing"]["complete"] is True
+    read = (await ds.client.get(api_path("read", world), **bearer(token))).json()
+    assert read["status"] == "ok" and HERON in read["text"]
+    assert {"entry", "text", "offset", "next_offset", "total_chars"} <= set(read)
+    summaries = (await ds.client.get(api_path("summaries", world, q=""), **bearer(token))).json()
+    assert summaries["action"] == "summaries" and summaries["match"] == "recent"
+    assert {h["kind"] for h in summaries["results"]} == {"compaction", "branch_summary"}
+    status = (await ds.client.get(api_path("status", world), **bearer(token))).json()
+    assert status["sessions"] == 2 and status["journals_pending"] == 0
+
+
+@pytest.mark.asyncio
+async def test_kind_filter_is_repeatable(ds, world, token):
+    res = await ds.client.get(api_path("search", world, kind=["bash", "tool_result"]), **bearer(token))
+    assert {h["kind"] for h in res.json()["results"]} == {"tool_result"}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("action,params,fragment", [
+    ("search", {"since": "yesterday-ish"}, "YYYY-MM-DD"),
+    ("search", {"until": "2026-13-45"}, "YYYY-MM-DD"),
+    ("search", {"kind": "thought"}, "kind=tool_result"),
+    ("search", {"limit": "0"}, "limit=20"),
+    ("search", {"scope": "everything"}, "scope=project"),
+    ("search", {"cwd": "relative/dir"}, "cwd="),
+    ("summaries", {"kind": "user"}, "kind=compaction"),
+    ("read", {"offset": "-5"}, "offset="),
+    ("read", {"id": ""}, "e.g."),
+    ("search", {"scope": "session", "cwd": ""}, "e.g."),
+])
+async def test_bad_arguments_are_one_line_400s(ds, world, token, action, params, fragment):
+    res = await ds.client.get(api_path(action, world, **params), **bearer(token))
+    assert res.status_code == 400, res.text
+    data = res.json()
+    assert set(data) == {"error"}
+    assert "\n" not in data["error"] and fragment in data["error"]
+    assert "heron" not in res.text.lower()
+
+
+@pytest.mark.asyncio
+async def test_project_scope_without_cwd_or_journal_is_an_error(ds, world, token):
+    res = await ds.client.get(api_path("search", world, cwd=""), **bearer(token))
+    assert res.status_code == 400 and "cwd" in res.json()["error"]
+
+
+# ---- the journal parameter --------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_journal_makes_a_new_line_findable_at_once(ds, world, token):
+    a = world["a"]
+    fresh = a.user("a moment ago: the osprey deadline moved")
+    before = await ds.client.get(api_path("search", world, q="osprey"), **bearer(token))
+    assert before.json()["results"] == []  # no background indexer here
+    after = await ds.client.get(api_path("search", world, q="osprey", journal=str(a.path)), **bearer(token))
+    assert after.status_code == 200
+    assert [h["id"] for h in after.json()["results"]] == [fresh]
+    read = await ds.client.get(api_path("read", world, id=fresh, journal=str(a.path), cwd=""), **bearer(token))
+    assert read.json()["status"] == "ok" and "osprey" in read.json()["text"]
+
+
+@pytest.mark.asyncio
+async def test_journal_gives_the_project_and_session(ds, world, token):
+    a = world["a"]
+    res = await ds.client.get(api_path("search", world, cwd="", journal=str(a.path)), **bearer(token))
+    assert res.json()["root"] == world["cwd_a"]
+    session = await ds.client.get(api_path("search", world, cwd="", scope="session", journal=str(a.path)),
+                                  **bearer(token))
+    assert session.status_code == 200
+    assert {h["session_id"] for h in session.json()["results"]} == {a.session_id}
+
+
+def _refused(res) -> None:
+    assert res.status_code == 400, res.text
+    assert "journal" in res.json()["error"] and CANARY not in res.text
+
+
+@pytest.mark.asyncio
+async def test_journal_outside_the_folders_is_refused_unread(ds, world, token, tmp_path, conn):
+    outside = tmp_path / "elsewhere" / "notes.jsonl"
+    outside.parent.mkdir()
+    outside.write_text(json.dumps({"type": "session", "id": "x", "cwd": "/", "timestamp": "2026-01-01T00:00:00.000Z"})
+                       + "\n" + json.dumps({"type": "message", "id": "c1", "message": {"role": "user", "content": CANARY}}) + "\n")
+    _refused(await ds.client.get(api_path("search", world, q=CANARY, journal=str(outside)), **bearer(token)))
+    # a named pipe: opening it would block, so a quick 400 shows it was never opened
+    fifo = tmp_path / "elsewhere" / "pipe.jsonl"
+    os.mkfifo(fifo)
+    _refused(await asyncio.wait_for(
+        ds.client.get(api_path("search", world, journal=str(fifo)), **bearer(token)), 10))
+    # a link inside the folders that points outside
+    link = world["a"].path.parent / "link.jsonl"
+    link.symlink_to(outside)
+    _refused(await ds.client.get(api_path("search", world, q=CANARY, journal=str(link)), **bearer(token)))
+    # ../ out of the folders
+    sneaky = str(world["a"].path.parent) + "/../../../elsewhere/notes.jsonl"
+    _refused(await ds.client.get(api_path("search", world, journal=sneaky), **bearer(token)))
+    paths = [r[0] for r in conn.execute("SELECT path FROM files")]
+    assert not any("elsewhere" in p or p.endswith("link.jsonl") for p in paths)
+
+
+@pytest.mark.asyncio
+async def test_journal_that_is_not_a_journal_is_refused(ds, world, token):
+    folder = world["a"].path.parent
+    notes = folder / "notes.txt"
+    notes.write_text(CANARY)
+    _refused(await ds.client.get(api_path("search", world, journal=str(notes)), **bearer(token)))
+    sub = folder / "dir.jsonl"
+    sub.mkdir()
+    _refused(await ds.client.get(api_path("search", world, journal=str(sub)), **bearer(token)))
+    fifo = folder / "pipe.jsonl"
+    os.mkfifo(fifo)
+    _refused(await asyncio.wait_for(ds.client.get(api_path("search", world, journal=str(fifo)), **bearer(token)), 10))
+    _refused(await ds.client.get(api_path("search", world, journal="relative/x.jsonl"), **bearer(token)))
+    _refused(await ds.client.get(api_path("search", world, journal=str(folder / "missing.jsonl")), **bearer(token)))
+
+
+# ---- the render hook --------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_entries_table_shows_redacted_text_to_root_only(ds, world):
+    root = await ds.client.get("/history/entries", actor=ROOT)
+    assert root.status_code == 200
+    assert HERON in root.text and 'class="pi-memory-cell"' in root.text
+    assert "&lt;script&gt;alert" in root.text and "<script>alert" not in root.text
+    anon = await ds.client.get("/history/entries")
+    assert anon.status_code == 200  # this plain Datasette lets anonymous view tables...
+    assert HERON not in anon.text and "pi-memory-cell" not in anon.text  # ...but never the text
+    alice = await ds.client.get("/history/entries", actor={"id": "alice"})
+    assert HERON not in alice.text
+
+
+@pytest.mark.asyncio
+async def test_entry_row_page_shows_text(ds, world, conn):
+    rowid = conn.execute("SELECT rowid FROM entries WHERE id = ?", (world["ids"]["user"],)).fetchone()[0]
+    res = await ds.client.get(f"/history/entries/{rowid}", actor=ROOT)
+    assert res.status_code == 200 and HERON in res.text
+    assert "/-/pi-memory/read?id=" in res.text
+
+
+@pytest.mark.asyncio
+async def test_secret_in_a_journal_is_redacted_on_the_table_page(ds, world, conn, locations):
+    secret = "gh" + "p_" + "Rk3mW8qZ2xT5vB9nC4yH7jL1pD6sF0gA2eU8"
+    world["a"].tool_result("bash", f"export GITHUB_TOKEN={secret}")
+    index_all(conn, locations)
+    res = await ds.client.get("/history/entries?_sort_desc=rowid", actor=ROOT)
+    assert "GITHUB_TOKEN" in res.text and secret not in res.text
+
+
+@pytest.mark.asyncio
+async def test_custom_sql_reads_nothing(ds, world, conn, tmp_path):
+    canary_file = tmp_path / "canary.jsonl"
+    line = json.dumps({"type": "message", "id": "zz", "message": {"role": "user", "content": CANARY}}).encode()
+    canary_file.write_bytes(line + b"\n")
+    sql = (f"select 1 as rowid, 1 as file_id, 'zz' as id, '{canary_file}' as path, 0 as offset, "
+           f"{len(line)} as length, 'user' as kind")
+    res = await ds.client.get("/history/-/query", params={"sql": sql}, actor=ROOT)
+    assert res.status_code == 200, res.text
+    assert CANARY not in res.text and "pi-memory-cell" not in res.text
+    # even selecting real entries rows through SQL renders numbers only
+    res = await ds.client.get("/history/-/query", params={"sql": "select rowid, offset, length from entries"},
+                              actor=ROOT)
+    assert res.status_code == 200 and HERON not in res.text and "pi-memory-cell" not in res.text
+
+
+@pytest.mark.asyncio
+async def test_views_and_other_tables_read_nothing(ds, world):
+    for path in ("/history/files", "/history/sessions", "/history/meta"):
+        res = await ds.client.get(path, actor=ROOT)
+        assert res.status_code == 200 and HERON not in res.text and "pi-memory-cell" not in res.text
+
+
+@pytest.mark.asyncio
+async def test_an_entries_table_in_another_database_reads_nothing(locations, world, tmp_path, conn):
+    rogue = tmp_path / "rogue.db"
+    rc = sqlite3.connect(rogue)
+    rc.execute("CREATE TABLE entries (rowid INTEGER PRIMARY KEY, offset INTEGER, length INTEGER)")
+    rc.executemany("INSERT INTO entries VALUES (?, 0, 10)", [(r[0],) for r in conn.execute("SELECT rowid FROM entries")])
+    rc.commit()
+    rc.close()
+    datasette = make_datasette(locations)
+    datasette.add_database(__import__("datasette.database", fromlist=["Database"]).Database(datasette, str(rogue)),
+                           name="rogue")
+    await datasette.invoke_startup()
+    res = await datasette.client.get("/rogue/entries", actor=ROOT)
+    assert res.status_code == 200 and HERON not in res.text and "pi-memory-cell" not in res.text
+    await datasette.invoke_shutdown()
+
+
+@pytest.mark.asyncio
+async def test_a_pointer_outside_the_folders_is_never_read(ds, world, conn, tmp_path):
+    """A tampered index that points an entry at a file outside the journal folders."""
+    canary_file = tmp_path / "canary.jsonl"
+    canary_file.write_text(CANARY * 10 + "\n")
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("UPDATE files SET path = ? WHERE path = ?", (str(canary_file), str(world["b"].path)))
+    conn.execute("COMMIT")
+    res = await ds.client.get("/history/entries", actor=ROOT)
+    assert CANARY not in res.text
+    assert "outside the journal folders" in res.text
+    page = await ds.client.get(f"/-/pi-memory/sessions/{world['b'].session_id}", actor=ROOT)
+    assert page.status_code == 200 and CANARY not in page.text
+
+
+# ---- pages with real data ---------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_overview_page(ds, world):
+    res = await ds.client.get("/-/pi-memory", actor=ROOT)
+    assert res.status_code == 200
+    text = res.text
+    assert "<svg" in text and 'class="pi-memory-activity"' in text and "<rect" in text
+    assert "please look at the heron" in text  # the first user message titles the recent session
+    assert f"/-/pi-memory/sessions/{world['a'].session_id}" in text
+    assert 'action="/-/pi-memory/search"' in text
+    assert "Run Pi once" not in text
+
+
+@pytest.mark.asyncio
+async def test_search_page_highlights_and_escapes(ds, world):
+    res = await ds.client.get("/-/pi-memory/search", params={"q": "heron markup", "scope": "global"}, actor=ROOT)
+    assert res.status_code == 200
+    assert "<mark>heron</mark>" in res.text and "<mark>markup</mark>" in res.text
+    assert "&lt;script&gt;alert" in res.text and "<script>alert" not in res.text
+    assert f"/-/pi-memory/read?id={world['ids']['script']}" in res.text
+    assert f"/-/pi-memory/sessions/{world['a'].session_id}#entry-{world['ids']['script']}" in res.text
+
+
+@pytest.mark.asyncio
+async def test_search_page_filters(ds, world):
+    res = await ds.client.get("/-/pi-memory/search",
+                              params={"q": "heron", "scope": "global", "kind": "compaction"}, actor=ROOT)
+    assert "the <mark>heron</mark> pipeline was fixed" in res.text
+    assert "please look at" not in res.text
+    bad = await ds.client.get("/-/pi-memory/search", params={"q": "heron", "since": "soon"}, actor=ROOT)
+    assert bad.status_code == 400 and "YYYY-MM-DD" in bad.text
+    project = await ds.client.get("/-/pi-memory/search",
+                                  params={"q": "kestrel", "scope": "project", "cwd": world["cwd_a"]}, actor=ROOT)
+    assert "only in the fluenty" not in project.text
+
+
+@pytest.mark.asyncio
+async def test_summaries_page(ds, world):
+    res = await ds.client.get("/-/pi-memory/summaries", params={"scope": "global"}, actor=ROOT)
+    assert res.status_code == 200
+    assert "the heron pipeline was fixed" in res.text and "Branch explored the heron rollback" in res.text
+    assert "please look at" not in res.text
+
+
+@pytest.mark.asyncio
+async def test_read_page_pages_through_long_text(ds, world, locations, conn):
+    long_id = world["a"].tool_result("read", "".join(f"row {i:05d} heron\n" for i in range(3000)))
+    index_all(conn, locations)
+    first = await ds.client.get("/-/pi-memory/read", params={"id": long_id, "session_id": world["a"].session_id},
+                                actor=ROOT)
+    assert first.status_code == 200
+    assert "row 00000 heron" in first.text and "next page" in first.text and "row 02999" not in first.text
+    last = await ds.client.get("/-/pi-memory/read", params={"id": long_id, "session_id": world["a"].session_id,
+                                                            "offset": "32000"}, actor=ROOT)
+    assert "row 02999 heron" in last.text and "previous page" in last.text
+    missing = await ds.client.get("/-/pi-memory/read", params={"id": "nope", "scope": "global"}, actor=ROOT)
+    assert "No entry nope" in missing.text
+
+
+@pytest.mark.asyncio
+async def test_session_page_shows_the_conversation_in_order(ds, world):
+    res = await ds.client.get(f"/-/pi-memory/sessions/{world['a'].session_id}", actor=ROOT)
+    assert res.status_code == 200
+    text = res.text
+    order = [text.index(f'id="entry-{world["ids"][k]}"')
+             for k in ("user", "assistant", "tool_result", "bash", "compaction", "branch_summary", "script")]
+    assert order == sorted(order)
+    assert "pytest -q" in text  # the tool call
+    assert "123,456 tokens before" in text
+    assert "<details>" in text and "line 399 of output" in text  # long output folded, still there
+    assert "&lt;script&gt;alert" in text and "<script>alert" not in text
+    missing = await ds.client.get("/-/pi-memory/sessions/no-such-session", actor=ROOT)
+    assert missing.status_code == 404
+
+
+@pytest.mark.asyncio
+async def test_empty_pi_folder_page_says_what_to_do(locations, conn):
+    os.rmdir(locations.sessions_dirs[0])
+    datasette = make_datasette(locations)
+    await datasette.invoke_startup()
+    res = await datasette.client.get("/-/pi-memory", actor=ROOT)
+    assert res.status_code == 200
+    assert "No Pi session journals found yet" in res.text and "Run Pi once" in res.text
+    assert "--sessions-dir" in res.text and "(missing)" in res.text
+    status = await datasette.client.get("/-/pi-memory/api/status", actor=ROOT)
+    assert status.json()["journals_total"] == 0
+    await datasette.invoke_shutdown()
+
+
+# ---- background indexing inside Datasette -----------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_background_indexer_makes_new_lines_searchable(locations, world):
+    datasette = make_datasette(locations, {"background_index": True})
+    await datasette.start_background_tasks()
+    try:
+        fresh = world["a"].user("the albatross arrived late")
+        deadline = time.monotonic() + 10
+        found = []
+        while time.monotonic() < deadline and not found:
+            res = await datasette.client.get(api_path("search", world, q="albatross"), actor=ROOT)
+            found = [h["id"] for h in res.json()["results"]]
+            if not found:
+                await asyncio.sleep(0.2)
+        assert found == [fresh]
+        tasks = await datasette.client.get("/-/tasks.json", actor=ROOT)
+        assert "pi-memory-indexer" in tasks.text
+    finally:
+        await datasette.invoke_shutdown()
