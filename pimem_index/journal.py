@@ -7,6 +7,7 @@ Only conversation lines become index entries; settings, labels and extension sta
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -68,22 +69,40 @@ class Malformed(Exception):
 
 
 def fingerprint(data: bytes) -> int:
-    """A 64-bit signed fingerprint of a line's bytes, stored to detect a rewritten journal."""
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big", signed=True)
+    """A 32-bit signed fingerprint of a line's bytes, stored to detect a rewritten journal.
+
+    It is checked together with the entry id, so 32 bits are plenty and keep rows small.
+    """
+    return int.from_bytes(hashlib.blake2b(data, digest_size=4).digest(), "big", signed=True)
 
 
 def loads(line: bytes) -> dict:
-    """Parse one journal line; invalid UTF-8 is replaced rather than losing the line."""
+    """Parse one journal line, keeping lines with invalid UTF-8 or lone surrogate escapes.
+
+    Node's JSON.stringify writes a string cut inside an emoji as a lone `\\ud83d` escape,
+    which orjson refuses; the standard library reads it and the bad character is replaced.
+    """
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError:
         try:
-            obj = orjson.loads(line.decode("utf-8", "replace"))
-        except orjson.JSONDecodeError as e:
+            obj = _clean(json.loads(line.decode("utf-8", "replace")))
+        except ValueError as e:
             raise Malformed(str(e)) from None
     if not isinstance(obj, dict):
         raise Malformed("not a JSON object")
     return obj
+
+
+def _clean(value):
+    """Replace lone surrogates, which cannot be encoded, throughout a parsed value."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    return value
 
 
 def parse_line(line: bytes, lineno: int) -> Header | SessionName | Entry | None:

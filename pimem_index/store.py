@@ -66,7 +66,8 @@ CREATE TABLE IF NOT EXISTS entries (
 CREATE INDEX IF NOT EXISTS entries_file_offset ON entries(file_id, offset);
 CREATE INDEX IF NOT EXISTS entries_id ON entries(id);
 CREATE INDEX IF NOT EXISTS entries_timestamp ON entries(timestamp);
-CREATE INDEX IF NOT EXISTS entries_kind_timestamp ON entries(kind, timestamp);
+CREATE INDEX IF NOT EXISTS entries_summaries ON entries(timestamp)
+    WHERE kind IN ('compaction', 'branch_summary');
 CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts USING fts5(
     text,
     content='',
@@ -101,6 +102,11 @@ def open_index(path: str | Path) -> db.Connection:
         conn = db.connect(str(path))
     ensure_schema(conn)
     return conn
+
+
+def release_free_pages(conn: db.Connection) -> None:
+    """Shrink the file by the pages merges and deletes freed (auto_vacuum = INCREMENTAL)."""
+    conn.execute("PRAGMA incremental_vacuum").fetchall()
 
 
 def schema_version(conn: db.Connection) -> int | None:

@@ -165,3 +165,12 @@ def test_invalid_utf8_is_replaced_not_lost():
 def test_fingerprint_differs_for_different_bytes():
     assert journal.fingerprint(b"abc") == journal.fingerprint(b"abc")
     assert journal.fingerprint(b"abc") != journal.fingerprint(b"abd")
+
+
+def test_lone_surrogate_escape_from_a_cut_emoji_is_kept_and_replaced():
+    raw = b'{"type":"message","id":"abcd1234","message":{"role":"toolResult","toolName":"bash",' \
+          b'"content":[{"type":"text","text":"output cut mid emoji \\ud83d and more"}]}}'
+    item = journal.parse_line(raw, 2)
+    assert item.kind == "tool_result"
+    assert "and more" in item.text
+    item.text.encode("utf-8")

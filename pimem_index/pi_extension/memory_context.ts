@@ -37,7 +37,7 @@ const Parameters = Type.Object({
 	kind: Type.Optional(
 		Type.Union([Type.String(), Type.Array(Type.String())], { description: `Entry kind(s): ${KINDS.join(", ")}` }),
 	),
-	offset: Type.Optional(Type.Integer({ minimum: 0, description: "read: character offset (next_offset); search: skip results" })),
+	offset: Type.Optional(Type.Integer({ minimum: 0, description: "read: character offset to continue from (next_offset)" })),
 });
 
 export type MemoryContextParams = Static<typeof Parameters>;
@@ -99,8 +99,8 @@ export function buildQuery(params: MemoryContextParams, cwd: string, journal: st
 	put("until", params.until?.trim());
 	const kinds = params.kind === undefined ? [] : Array.isArray(params.kind) ? params.kind : params.kind.split(",");
 	for (const k of kinds) put("kind", k.trim());
-	if (params.action !== "read") put("limit", SEARCH_LIMIT);
-	put("offset", params.offset);
+	if (params.action === "read") put("offset", params.offset);
+	else put("limit", SEARCH_LIMIT);
 	put("journal", journal);
 	return q;
 }
