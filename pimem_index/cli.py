@@ -482,3 +482,52 @@ def token(locations: Locations):
     from datasette_pi_memory.serve import make_token
 
     click.echo(make_token(locations))
+
+
+@cli.group()
+def pi():
+    """Install or remove the memory_context tool in Pi."""
+
+
+@pi.command(name="install")
+@common
+@click.option("--url", default="http://127.0.0.1:8001", show_default=True,
+              help="Where pimem serve answers")
+def pi_install(locations: Locations, url):
+    """Put the memory_context extension into Pi's extensions folder, with a token to reach pimem serve.
+
+    The URL and token go to <agent folder>/pi-memory/pi-tool.json (mode 0600), which the
+    extension reads. Run it again after changing the port; it replaces both files.
+
+    \b
+    Example:
+        pimem pi install --url http://127.0.0.1:8001
+    """
+    from datasette_pi_memory.serve import make_token
+
+    from . import pi_tool
+
+    if not url.startswith(("http://", "https://")):
+        raise UserError(f"--url must be an http(s) address (e.g. --url http://127.0.0.1:8001), not {url!r}")
+    written = pi_tool.install(locations.agent, url.rstrip("/"), make_token(locations))
+    for path in written:
+        click.echo(f"Wrote {path}")
+    click.echo("Restart Pi to load the memory_context tool; keep `pimem serve` running.")
+
+
+@pi.command(name="uninstall")
+@common
+def pi_uninstall(locations: Locations):
+    """Remove the memory_context extension and its settings from the agent folder.
+
+    \b
+    Example:
+        pimem pi uninstall
+    """
+    from . import pi_tool
+
+    removed = pi_tool.uninstall(locations.agent)
+    for path in removed:
+        click.echo(f"Removed {path}")
+    if not removed:
+        click.echo("The memory_context tool was not installed.")

@@ -198,3 +198,24 @@ def test_help_lists_every_command(run):
     out = run("--help").output
     for command in ("index", "status", "search", "read", "summaries", "rebuild", "serve", "token"):
         assert f"  {command}" in out
+
+
+def test_pi_install_writes_extension_and_private_settings_then_uninstall_removes_them(run, agent_dir):
+    result = run("pi", "install", "--url", "http://127.0.0.1:8123/")
+    assert result.exit_code == 0, result.output
+    settings = agent_dir / "pi-memory" / "pi-tool.json"
+    config = json.loads(settings.read_text())
+    assert config["url"] == "http://127.0.0.1:8123" and config["token"].startswith("dstok_")
+    assert oct(settings.stat().st_mode & 0o777) == "0o600"
+    extensions = list((agent_dir / "extensions").rglob("*.ts"))
+    assert len(extensions) == 1 and "memory_context" in extensions[0].read_text()
+    removed = run("pi", "uninstall")
+    assert removed.exit_code == 0
+    assert not settings.exists() and not list((agent_dir / "extensions").rglob("*.ts"))
+    assert "was not installed" in run("pi", "uninstall").output
+
+
+def test_pi_install_refuses_a_url_without_a_scheme(run, agent_dir):
+    result = run("pi", "install", "--url", "127.0.0.1:8001")
+    assert result.exit_code == 1 and "e.g. --url http://127.0.0.1:8001" in result.output
+    assert not (agent_dir / "pi-memory" / "pi-tool.json").exists()
