@@ -126,19 +126,30 @@ def serve(locations: Locations, host: str = "127.0.0.1", port: int = 8001,
     secret = ensure_secret(locations)
     database = Path(locations.db_path).stem
     metadata, config = metadata_and_config(locations, database, background_index)
-    with tempfile.TemporaryDirectory(prefix="pimem-serve-") as tmp:
-        config_path = Path(tmp) / "datasette.json"
-        metadata_path = Path(tmp) / "metadata.json"
-        config_path.write_text(json.dumps(config, indent=2))
-        metadata_path.write_text(json.dumps(metadata, indent=2))
-        base = f"http://{host}:{port}"
-        click.echo(f"Pi memory: {base}/-/pi-memory  (index {locations.db_path})")
-        folders = ", ".join(str(d) for d in locations.sessions_dirs)
-        click.echo(f"Journals:  {folders}")
-        click.echo(f"API token for the Pi tool: pimem token  (Authorization: Bearer ...)")
-        click.echo("Log in as root (reviewer) with this link, valid once:")
-        args = [
-            str(locations.db_path), "--host", host, "--port", str(port), "--root",
-            "--secret", secret, "-c", str(config_path), "-m", str(metadata_path),
-        ]
-        datasette_serve.main(args=args, prog_name="pimem serve", standalone_mode=False)
+    base = f"http://{host}:{port}"
+    click.echo(f"Pi memory: {base}/-/pi-memory  (index {locations.db_path})")
+    click.echo(f"Journals:  {', '.join(str(d) for d in locations.sessions_dirs)}")
+    click.echo("API token for the Pi tool: pimem token  (send it as Authorization: Bearer ...)")
+    click.echo("Log in as root (the reviewer) with this link, valid once:")
+    args = [
+        str(locations.db_path), "--host", host, "--port", str(port), "--root", "--secret", secret,
+        "-c", _readable_once(json.dumps(config)), "-m", _readable_once(json.dumps(metadata)),
+    ]
+    datasette_serve.main(args=args, prog_name="pimem serve", standalone_mode=False)
+
+
+def _readable_once(text: str) -> str:
+    """A /dev/fd path that reads back `text`: configuration passed without a file left behind.
+
+    uvicorn re-raises SIGTERM after a graceful shutdown, so nothing written to disk here would
+    reliably be cleaned up.
+    """
+    data = text.encode()
+    read_fd, write_fd = os.pipe()
+    if len(data) > 60_000:  # more than a pipe buffer holds
+        os.close(read_fd)
+        os.close(write_fd)
+        raise UserError("the pimem serve configuration is unexpectedly large")
+    os.write(write_fd, data)
+    os.close(write_fd)
+    return f"/dev/fd/{read_fd}"

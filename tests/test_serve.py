@@ -1,0 +1,268 @@
+"""`pimem serve` as a real process: loopback only, a login link, the token, background indexing."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from pijournal import Journal
+
+START_TIMEOUT = 30
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def listening_addresses(port: int) -> set[str]:
+    """Local addresses with a listening TCP socket on this port (from /proc/net/tcp*)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            addr, hexport = fields[1].split(":")
+            if int(hexport, 16) == port and fields[3] == "0A":
+                found.add(addr)
+    return found
+
+
+class Server:
+    def __init__(self, env: dict, *args: str):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = env
+        self.lines: list[str] = []
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "pimem_index", "serve", "--port", str(self.port), *args],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env=env, text=True, bufsize=1,
+        )
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def wait_ready(self) -> str:
+        """Wait for the login link and for the port to answer; returns the link."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"pimem serve exited with {self.proc.returncode}:\n{self.output}")
+            link = re.search(r"http://127\.0\.0\.1:\d+/-/auth-token\?token=\w+", self.output)
+            if link and "Uvicorn running" in self.output:
+                return link.group(0)
+            time.sleep(0.1)
+        pytest.fail(f"pimem serve did not start within {START_TIMEOUT}s:\n{self.output}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=15)
+
+
+def get(url: str, token: str | None = None, opener=None) -> tuple[int, str]:
+    req = urllib.request.Request(url)
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with (opener.open(req, timeout=30) if opener else urllib.request.urlopen(req, timeout=30)) as res:
+            return res.status, res.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def pimem(env: dict, *args: str) -> str:
+    proc = subprocess.run([sys.executable, "-m", "pimem_index", *args], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.fixture
+def env(agent_dir) -> dict:
+    e = dict(os.environ)
+    e.pop("PIMEM_DB", None)
+    e.pop("PIMEM_SESSIONS_DIRS", None)
+    e.pop("DATASETTE_SECRET", None)
+    e["PI_CODING_AGENT_DIR"] = str(agent_dir)
+    e["PYTHONUNBUFFERED"] = "1"
+    return e
+
+
+@pytest.fixture
+def servers():
+    started: list[Server] = []
+    yield started
+    for s in started:
+        s.stop()
+
+
+def indexer_pids(db_path: Path) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--watch" in cmd and str(db_path).encode() in cmd:
+            pids.append(int(proc.name))
+    return pids
+
+
+def wait_indexed(server: Server, token: str, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, body = get(f"{server.url}/-/pi-memory/api/status", token)
+        data = json.loads(body)
+        if status == 200 and data["entries"] and not data["journals_pending"]:
+            return
+        time.sleep(0.1)
+    pytest.fail(f"the background indexer did not catch up:\n{server.output}")
+
+
+def login(link: str):
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    status, _ = get(link, opener=opener)
+    assert status == 200
+    assert any(c.name == "ds_actor" for c in jar)
+    return opener
+
+
+def test_serve_loopback_login_token_and_background_indexing(env, agent_dir, home, servers):
+    cwd = str(home / "Apps/prjct")
+    journal = Journal(agent_dir / "sessions", cwd)
+    journal.user("the heron pipeline is flaky")
+    token = pimem(env, "token").strip().splitlines()[-1]
+    assert token.startswith("dstok_")
+
+    server = Server(env)
+    servers.append(server)
+    link = server.wait_ready()
+    assert link.startswith(f"{server.url}/-/auth-token?token=")
+    assert listening_addresses(server.port) == {"0100007F"}  # 127.0.0.1 only
+
+    # the token printed before the server started works; anonymous visitors get nothing
+    status, body = get(f"{server.url}/-/pi-memory/api/status", token)
+    assert status == 200 and json.loads(body)["journals_total"] == 1
+    for path in ("/-/pi-memory/api/status", "/-/pi-memory/api/search?q=heron&cwd=" + urllib.parse.quote(cwd)):
+        status, body = get(server.url + path)
+        assert status == 401 and "heron" not in body
+    for path in ("/", "/history", "/history/files.json", "/history/entries", "/history/-/query.json?sql=select+1",
+                 "/-/pi-memory", "/-/pi-memory/search?q=heron&scope=global"):
+        status, body = get(server.url + path)
+        assert status == 403, path
+        assert "heron" not in body and "Apps/prjct" not in body, path
+    status, _ = get(f"{server.url}/-/pi-memory/api/status", "dstok_bogus")
+    assert status == 401
+
+    wait_indexed(server, token)
+
+    # root logs in with the printed link (once) and sees the pages and the index
+    opener = login(link)
+    status, body = get(f"{server.url}/-/pi-memory", opener=opener)
+    assert status == 200 and "the heron pipeline is flaky" in body
+    status, body = get(f"{server.url}/history/sessions", opener=opener)
+    assert status == 200 and "cwd" in body
+    status, _ = get(link)
+    assert status == 403  # the login link is single-use
+
+    # a new line becomes searchable through background indexing alone, within about 2 s
+    fresh = journal.user("the cormorant shipped")
+    started = time.monotonic()
+    found = []
+    while time.monotonic() - started < 10 and not found:
+        status, body = get(f"{server.url}/-/pi-memory/api/search?q=cormorant&cwd={urllib.parse.quote(cwd)}", token)
+        found = [h["id"] for h in json.loads(body)["results"]]
+        if not found:
+            time.sleep(0.1)
+    elapsed = time.monotonic() - started
+    assert found == [fresh]
+    assert elapsed < 3.0, f"searchable after {elapsed:.2f}s"
+
+    # shutdown stops the background indexer too
+    db_path = agent_dir / "pi-memory" / "history.sqlite"
+    assert indexer_pids(db_path)
+    server.stop()
+    assert server.proc.returncode in (0, -15), server.output  # uvicorn re-raises SIGTERM after a clean shutdown
+    assert "Application shutdown complete" in server.output
+    deadline = time.monotonic() + 10
+    while indexer_pids(db_path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert indexer_pids(db_path) == []
+
+
+def test_serve_on_a_missing_pi_folder(env, agent_dir, home, servers):
+    os.rmdir(agent_dir / "sessions")
+    server = Server(env)
+    servers.append(server)
+    link = server.wait_ready()
+    assert (agent_dir / "pi-memory" / "history.sqlite").exists()
+    secret = agent_dir / "pi-memory" / "secret"
+    assert secret.stat().st_mode & 0o777 == 0o600
+    token = pimem(env, "token").strip()
+    status, body = get(f"{server.url}/-/pi-memory/api/status", token)
+    assert status == 200 and json.loads(body)["journals_total"] == 0
+    opener = login(link)
+    status, body = get(f"{server.url}/-/pi-memory", opener=opener)
+    assert status == 200 and "Run Pi once" in body and "(missing)" in body
+
+    # Pi runs for the first time: its journal shows up without a restart
+    journal = Journal(agent_dir / "sessions", str(home / "Apps/new"))
+    first = journal.user("first ever session about the puffin")
+    deadline = time.monotonic() + 10
+    found = []
+    while time.monotonic() < deadline and not found:
+        status, body = get(f"{server.url}/-/pi-memory/api/search?q=puffin&cwd={urllib.parse.quote(str(home / 'Apps/new'))}", token)
+        found = [h["id"] for h in json.loads(body)["results"]]
+        time.sleep(0.2)
+    assert found == [first]
+
+
+def test_serve_without_background_indexing(env, agent_dir, home, servers):
+    journal = Journal(agent_dir / "sessions", str(home / "Apps/prjct"))
+    journal.user("nothing indexes the grebe")
+    server = Server(env, "--no-index")
+    servers.append(server)
+    server.wait_ready()
+    token = pimem(env, "token").strip()
+    time.sleep(1.5)
+    cwd = urllib.parse.quote(str(home / "Apps/prjct"))
+    status, body = get(f"{server.url}/-/pi-memory/api/search?q=grebe&cwd={cwd}", token)
+    assert json.loads(body)["results"] == []
+    assert indexer_pids(agent_dir / "pi-memory" / "history.sqlite") == []
+    # the caller's journal is still indexed on demand
+    path = urllib.parse.quote(str(journal.path))
+    status, body = get(f"{server.url}/-/pi-memory/api/search?q=grebe&journal={path}", token)
+    assert status == 200 and len(json.loads(body)["results"]) == 1
