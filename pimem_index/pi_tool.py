@@ -13,6 +13,8 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+from .errors import UserError
+
 EXTENSION_SOURCE = "memory_context.ts"
 EXTENSION_NAME = "memory_context.ts"
 LEGACY_DIR_NAME = "pi-memory"  # extensions/pi-memory/index.ts: the subfolder layout Pi also loads
@@ -52,9 +54,9 @@ def _write_private(path: Path, data: str) -> None:
 def install(agent_dir: Path, url: str, token: str) -> list[Path]:
     """Copy the extension into the agent folder and write its config; returns the paths written."""
     if not url or not url.startswith(("http://", "https://")):
-        raise ValueError(f"url must start with http:// or https://, e.g. http://127.0.0.1:8001 (got {url!r})")
+        raise UserError(f"url must start with http:// or https://, e.g. http://127.0.0.1:8001 (got {url!r})")
     if not token:
-        raise ValueError("token is empty: get one with `pimem token`")
+        raise UserError("token is empty: get one with `pimem token`")
     agent_dir = Path(agent_dir)
     ext = extension_path(agent_dir)
     ext.parent.mkdir(parents=True, exist_ok=True)

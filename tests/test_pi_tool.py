@@ -24,6 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from pimem_index import pi_tool
+from pimem_index.errors import UserError
 from scripted_model import EXTENSION_DIR, find_pi, pi_package_dir
 
 TS_SOURCE = EXTENSION_DIR / "memory_context.ts"
@@ -446,9 +447,9 @@ def test_install_replaces_the_subfolder_layout(tmp_path):
 
 
 def test_install_rejects_bad_url_or_token(tmp_path):
-    with pytest.raises(ValueError, match="http://"):
+    with pytest.raises(UserError, match="http://"):
         pi_tool.install(tmp_path, "127.0.0.1:8001", "t")
-    with pytest.raises(ValueError, match="pimem token"):
+    with pytest.raises(UserError, match="pimem token"):
         pi_tool.install(tmp_path, "http://127.0.0.1:8001", "")
     assert not (tmp_path / "extensions").exists()
 
