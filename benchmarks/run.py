@@ -72,6 +72,9 @@ TARGETS = {
     "secret_terms": ("==", 0, "planted secrets that are search terms", "count"),
     "secret_in_read": ("==", 0, "planted secrets shown by read/excerpts", "count"),
     "linearity_spread": ("<=", 0.15, "issue 8: MB/s within 15% across sizes", "ratio"),
+    "linearity_spread_cpu": ("<=", 0.15, "the same in MB per CPU-second (less noisy)", "ratio"),
+    "floor_linearity_spread": (None, None, "the floor's own spread (FTS5 merges grow with size)", "ratio"),
+    "floor_linearity_spread_cpu": (None, None, "", "ratio"),
 }
 
 NOT_AVAILABLE = "not available yet"
@@ -334,6 +337,7 @@ class Bench:
             "mb_s_report": round(jb / MB / report["seconds"], 2) if report.get("seconds") else None,
             "peak_rss_mb": r["peak_rss_mb"], "peak_tree_rss_mb": r["peak_tree_rss_mb"],
             "user_s": r["user_s"], "sys_s": r["sys_s"], "cpu_per_wall": round((r["user_s"] + r["sys_s"]) / r["seconds"], 2),
+            "mb_per_cpu_s": round(jb / MB / (r["user_s"] + r["sys_s"]), 2),
             "loadavg_before": load,
         }
         res["db_bytes_files"] = db_files_bytes(db_path)
@@ -813,13 +817,18 @@ class Bench:
             row = {"size": corpus_mod.format_size(size), "journal_mb": round(self.journal_bytes / MB, 1),
                    "floor_mb_s": fl["floor_mb_per_s"] if fl else None,
                    "cold_mb_s": cold["mb_s_wall"] if cold else None,
+                   "floor_mb_per_cpu_s": fl.get("floor_mb_per_cpu_s") if fl else None,
+                   "cold_mb_per_cpu_s": cold["mb_per_cpu_s"] if cold else None,
+                   "cold_cpu_per_wall": cold["cpu_per_wall"] if cold else None,
+                   "loadavg": loadavg(),
                    "peak_rss_mb": max(cold["peak_rss_mb"] or 0, cold["peak_tree_rss_mb"] or 0) if cold else None,
                    "index_share": round(cold["db_bytes_files"] / self.journal_bytes, 4) if cold else None}
             if cold:
                 remove_db(self.work / f"lin-{corpus_mod.format_size(size)}.sqlite")
             rows.append(row)
         self.details["linearity"] = rows
-        for key, metric in (("cold_mb_s", "linearity_spread"), ("floor_mb_s", "floor_linearity_spread")):
+        for key, metric in (("cold_mb_s", "linearity_spread"), ("floor_mb_s", "floor_linearity_spread"),
+                            ("cold_mb_per_cpu_s", "linearity_spread_cpu"), ("floor_mb_per_cpu_s", "floor_linearity_spread_cpu")):
             vals = [r[key] for r in rows if r[key]]
             if len(vals) >= 2:
                 self.metrics[metric] = round((max(vals) - min(vals)) / max(vals), 3)
@@ -951,8 +960,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.sizes:
         result = bench.run_linearity([corpus_mod.parse_size(s) for s in args.sizes.split(",")])
         for row in result["details"]["linearity"]:
-            print(f"  {row['size']:>6}: {row['journal_mb']:8.1f} MB  floor {fmt(row['floor_mb_s']):>7} MB/s  "
-                  f"cold index {fmt(row['cold_mb_s']):>7} MB/s  peak RSS {fmt(row['peak_rss_mb'])} MB  index {fmt(row['index_share'])}")
+            print(f"  {row['size']:>6}: {row['journal_mb']:8.1f} MB  floor {fmt(row['floor_mb_s']):>6} MB/s "
+                  f"({fmt(row['floor_mb_per_cpu_s'])} per CPU-s)  cold index {fmt(row['cold_mb_s']):>6} MB/s "
+                  f"({fmt(row['cold_mb_per_cpu_s'])} per CPU-s, {fmt(row['cold_cpu_per_wall'])} cores)  "
+                  f"peak RSS {fmt(row['peak_rss_mb'])} MB  index {fmt(row['index_share'])}  load {row['loadavg']}")
     else:
         result = bench.run()
     print_table(result, previous)
