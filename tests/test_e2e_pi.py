@@ -106,19 +106,13 @@ def pi_bin() -> Path:
     return path
 
 
-def _require_pimem_commands(env: dict) -> str:
-    """`pimem --help` must work; skip only while serve/token are not implemented yet."""
+def _require_pimem_commands(env: dict) -> None:
+    """`pimem --help` works and lists serve, token and pi (a missing one is a failure, not a skip)."""
     proc = subprocess.run(_pimem() + ["--help"], capture_output=True, text=True, env=env, timeout=60)
-    if "No module named 'pimem_index.cli'" in proc.stderr:
-        pytest.skip("end-to-end Pi test skipped: the pimem CLI (pimem_index/cli.py, with `pimem serve` "
-                    "and `pimem token`) does not exist yet")
     assert proc.returncode == 0, f"`pimem --help` failed:\n{proc.stderr[-2000:]}"
     commands = set(re.findall(r"^\s{2}([a-z][\w-]*)\s", proc.stdout, re.M))
-    missing = [c for c in ("serve", "token") if c not in commands]
-    if missing:
-        pytest.skip(f"end-to-end Pi test skipped: `pimem {' / pimem '.join(missing)}` not implemented yet "
-                    f"(pimem --help lists: {', '.join(sorted(commands))})")
-    return proc.stdout
+    missing = [c for c in ("serve", "token", "pi") if c not in commands]
+    assert not missing, f"pimem lacks {missing}; pimem --help lists: {sorted(commands)}"
 
 
 class Stack:
@@ -155,7 +149,7 @@ class Stack:
         return proc
 
     def start(self) -> None:
-        help_text = _require_pimem_commands(self.env)
+        _require_pimem_commands(self.env)
         self.model.start()
         (self.agent / "models.json").write_text(json.dumps(self.model.models_json(), indent=2))
 
@@ -174,14 +168,11 @@ class Stack:
         log.close()
         self._wait_ready()
 
-        if re.search(r"^\s{2}pi\s", help_text, re.M):
-            self.pimem("pi", "install", "--url", self.url)
-            cfg = json.loads((self.agent / "pi-memory" / "pi-tool.json").read_text())
-            assert cfg["url"].rstrip("/") == self.url
-            self.token = cfg["token"]
-        else:  # `pimem pi install` not wired yet: same effect through the library
-            pi_tool.install(self.agent, self.url, self.token)
-        assert (self.agent / "extensions" / "memory_context.ts").exists()
+        self.pimem("pi", "install", "--url", self.url)
+        cfg = json.loads((self.agent / "pi-memory" / "pi-tool.json").read_text())
+        assert cfg["url"].rstrip("/") == self.url
+        assert (self.agent / "extensions" / "memory_context.ts").read_text() == pi_tool.extension_source()
+        self.token = cfg["token"]
         self.api_get("status")  # the token the tool will use is accepted
 
     def api_get(self, action: str, **params: str) -> dict:
