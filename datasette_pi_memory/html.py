@@ -81,7 +81,7 @@ def activity_svg(days: list[dict], width: int = 720, height: int = 140) -> Marku
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{h:.1f}" fill="#276890">'
             f"<title>{escape(label)}</title></rect>"
         )
-        if d["day"].endswith("-01") or i == 0:
+        if (d["day"].endswith("-01") or i == 0) and x < width - 60:
             parts.append(
                 f'<text x="{x:.1f}" y="{height - 6}" font-size="10" fill="#666">{escape(d["day"][:7] if i else d["day"])}</text>'
             )

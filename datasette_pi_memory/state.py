@@ -43,9 +43,11 @@ class Settings:
 
 
 def _scope_setting(config: dict, key: str, default: str) -> str:
+    from datasette.utils import StartupError
+
     value = config.get(key) or default
     if value not in SCOPES:
-        raise ValueError(
+        raise StartupError(
             f"plugins.{PLUGIN}.{key} must be session, project or global (e.g. {key}: project), got {value!r}"
         )
     return value

@@ -577,3 +577,12 @@ async def test_background_indexer_makes_new_lines_searchable(locations, world):
         assert "pi-memory-indexer" in tasks.text
     finally:
         await datasette.invoke_shutdown()
+
+
+@pytest.mark.asyncio
+async def test_a_bad_scope_setting_stops_startup(locations, conn):
+    from datasette.utils import StartupError
+
+    datasette = make_datasette(locations, {"agent_max_scope": "everything"})
+    with pytest.raises(StartupError, match="agent_max_scope"):
+        await datasette.invoke_startup()

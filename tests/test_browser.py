@@ -1,0 +1,122 @@
+"""A real headless Chromium against `pimem serve`: log in as root, search, open a session, read an entry.
+
+Uses Debian's chromium (/usr/bin/chromium) through Playwright's Python package; never
+downloads a browser. Screenshots go to test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pijournal import Journal
+from test_serve import Server, pimem, wait_indexed
+
+CHROMIUM = os.environ.get("PIMEM_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("browser test skipped: the playwright Python package is not installed (pip install playwright)")
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)) and not shutil.which(CHROMIUM):
+        pytest.skip(f"browser test skipped: no chromium at {CHROMIUM} (apt-get install chromium)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def served(agent_dir, home, tmp_path):
+    env = dict(os.environ)
+    for key in ("PIMEM_DB", "PIMEM_SESSIONS_DIRS", "DATASETTE_SECRET"):
+        env.pop(key, None)
+    env["PI_CODING_AGENT_DIR"] = str(agent_dir)
+    env["PYTHONUNBUFFERED"] = "1"
+    cwd = str(home / "Apps/prjct")
+    j = Journal(agent_dir / "sessions", cwd)
+    j.session_info("Fix the heron deploy")
+    j.user("The heron deploy fails on staging with a timeout. Can you look?")
+    j.assistant("I'll check the deploy script first.", tool_calls=[("bash", {"command": "cat deploy.sh"})])
+    j.tool_result("bash", "#!/bin/sh\n" + "\n".join(f"echo step {i}  # heron stage" for i in range(200)))
+    j.assistant("The heron deploy waits 5s for the health check; raising it to 30s fixes the timeout.")
+    j.compaction("The user asked to fix the heron deploy timeout; the health-check wait was raised to 30s.")
+    other = Journal(agent_dir / "sessions", str(home / "Apps/fluenty"))
+    other.user("translate the onboarding screens")
+    server = Server(env)
+    link = server.wait_ready()
+    token = pimem(env, "token").strip()
+    wait_indexed(server, token)
+    try:
+        yield server, link, j
+    finally:
+        server.stop()
+
+
+def test_reviewer_logs_in_searches_opens_a_session_and_reads(browser, served):
+    server, link, journal = served
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+
+    # before logging in: nothing
+    response = page.goto(f"{server.url}/-/pi-memory")
+    assert response.status == 403
+    assert "heron" not in page.content()
+
+    page.goto(link)
+    page.goto(f"{server.url}/-/pi-memory")
+    assert page.locator("h1").first.inner_text() == "Pi memory"
+    assert page.locator("svg.pi-memory-activity rect").count() == 60
+    assert "Fix the heron deploy" in page.content()
+    page.screenshot(path=str(ARTIFACTS / "pi-memory-overview.png"), full_page=True)
+
+    # search from the overview's box
+    page.fill("input[name=q]", "heron timeout")
+    page.select_option("select[name=scope]", "global")
+    page.click("input[type=submit]")
+    page.wait_for_url("**/-/pi-memory/search?**")
+    hits = page.locator("ul.pi-memory-hits li")
+    assert hits.count() >= 2
+    assert page.locator("ul.pi-memory-hits mark").count() >= 2
+    assert "translate the onboarding" not in page.content()
+    page.screenshot(path=str(ARTIFACTS / "pi-memory-search.png"), full_page=True)
+
+    # open the session of the first hit
+    hits.first.locator("a", has_text="session").click()
+    page.wait_for_url("**/-/pi-memory/sessions/**")
+    assert page.locator("h1").inner_text() == "Fix the heron deploy"
+    entries = page.locator(".pi-memory-entry")
+    assert entries.count() == 5
+    kinds = [entries.nth(i).get_attribute("class") for i in range(5)]
+    assert [k.split("kind-")[1] for k in kinds] == ["user", "assistant", "tool_result", "assistant", "compaction"]
+    folded = page.locator(".pi-memory-entry.kind-tool_result details")
+    assert folded.count() == 1 and not folded.first.evaluate("d => d.open")
+    folded.locator("summary").click()
+    assert folded.first.evaluate("d => d.open")
+    assert page.locator("text=echo step 199").is_visible()
+    page.screenshot(path=str(ARTIFACTS / "pi-memory-session.png"), full_page=True)
+
+    # read one entry on its own page
+    page.locator(".pi-memory-entry.kind-compaction h3 a").click()
+    page.wait_for_url("**/-/pi-memory/read?**")
+    text = page.locator(".pi-memory-text").inner_text()
+    assert "health-check wait was raised to 30s" in text
+    page.screenshot(path=str(ARTIFACTS / "pi-memory-read.png"), full_page=True)
+
+    # Datasette's own entries table shows the text beside the pointer
+    page.goto(f"{server.url}/history/entries")
+    assert page.locator(".pi-memory-cell").count() >= 5
+    page.locator(".pi-memory-cell").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "pi-memory-entries-table.png"), full_page=False)
+    page.close()
