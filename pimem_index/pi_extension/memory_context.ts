@@ -149,8 +149,8 @@ export function formatHits(data: Json): string {
 	});
 	if (results.length > 0) {
 		lines.push(`Full text: action "read" with entryId (and sessionId).`);
-	} else if (data.scope && data.scope !== "global") {
-		lines.push(`No hits in scope ${data.scope}; try other terms or a wider scope.`);
+	} else {
+		lines.push(`No hits${data.scope ? ` in scope ${data.scope}` : ""}; try other or fewer terms.`);
 	}
 	return lines.join("\n");
 }
