@@ -39,6 +39,8 @@ from pathlib import Path
 
 import orjson
 
+#: bump when the output for a given seed changes, so benchmarks/run.py regenerates old corpora
+CORPUS_VERSION = 2
 MB = 1024 * 1024
 DAY_MS = 86_400_000
 
@@ -66,12 +68,13 @@ def format_size(n: int) -> str:
 
 # --------------------------------------------------------------------------- text pool
 
-POOL_ROOTS_CODE = [
+POOL_ROOTS_CODE = [  # system-managed trees: a pip install elsewhere does not change the corpus
     "/usr/lib/python3.11",
     "/usr/lib/python3/dist-packages",
     "/root/.pyenv/versions/3.11.7/lib/python3.11",
-    str(Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"),
+    "/usr/lib/python3",
 ]
+SKIP_DIRS = {"site-packages", "__pycache__", "node_modules", ".git"}
 POOL_ROOTS_PROSE = ["/usr/share/doc", "/usr/share/common-licenses"]
 CODE_EXT = {".py", ".c", ".h", ".js", ".ts", ".css", ".toml", ".cfg", ".ini", ".sh", ".json", ".yaml", ".yml", ".pyi"}
 PROSE_EXT = {".txt", ".md", ".rst", ".html", ".gz", ""}
@@ -82,13 +85,14 @@ class TextPool:
 
     def __init__(self, code_budget: int = 24 * MB, prose_budget: int = 8 * MB):
         t0 = time.perf_counter()
-        rng = random.Random(1234)  # the pool does not depend on the corpus seed
-        code_paths = self._candidates(POOL_ROOTS_CODE, CODE_EXT)
-        prose_paths = self._candidates(POOL_ROOTS_PROSE, PROSE_EXT)
+        # The pool does not depend on the corpus seed. Files are taken in the order of a hash
+        # of their path, so a file added to the machine shifts the selection only a little.
+        def order(paths: list[str]) -> list[str]:
+            return sorted(set(paths), key=lambda p: hashlib.blake2b(p.encode(), digest_size=8).digest())
+
+        code_paths = order(self._candidates(POOL_ROOTS_CODE, CODE_EXT))
         # docs from the Python tree are prose too
-        prose_paths += [p for p in self._candidates(POOL_ROOTS_CODE, {".txt", ".rst", ".md"})]
-        rng.shuffle(code_paths)
-        rng.shuffle(prose_paths)
+        prose_paths = order(self._candidates(POOL_ROOTS_PROSE, PROSE_EXT) + self._candidates(POOL_ROOTS_CODE, {".txt", ".rst", ".md"}))
         self.code = self._load(code_paths, code_budget)
         self.prose = self._load(prose_paths, prose_budget)
         if not self.code or not self.prose:  # a bare machine: fall back to this file
@@ -122,7 +126,7 @@ class TextPool:
             if not os.path.isdir(root):
                 continue
             for dirpath, dirnames, filenames in os.walk(root):
-                dirnames.sort()
+                dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
                 for name in sorted(filenames):
                     ext = os.path.splitext(name)[1]
                     if ext not in exts:
@@ -546,7 +550,7 @@ class Session:
             else:
                 th = self.plant("thinking", self.g.pool.prose_text(rng, rng.randint(1, 10)))
                 content.append({"type": "thinking", "thinking": th,
-                                "thinkingSignature": self.g.bytes.b64_slice(rng, rng.randint(1000, 8000))})
+                                "thinkingSignature": self.g.bytes.b64_slice(rng, rng.randint(1200, 9000))})
                 n_text += len(th)
         if not tool_calls or rng.random() < 0.6:
             tx = self.g.pool.prose_text(rng, rng.randint(1, 8))
@@ -583,7 +587,7 @@ class Session:
                 images = [{"type": "image", "data": self.g.bytes.b64_slice(rng, rng.randint(30_000, 500_000)), "mimeType": "image/png"}]
                 self.g.images += 1
             else:
-                size = min(int(rng.lognormvariate(8.3, 1.1)), 50_000)
+                size = min(int(rng.lognormvariate(7.95, 1.1)), 50_000)
                 text = TextPool.window(doc, rng, size)
                 args = {"path": path}
                 if rng.random() < 0.3:
@@ -602,7 +606,7 @@ class Session:
             args = {"command": cmd}
             if rng.random() < 0.2:
                 args["timeout"] = rng.choice([30, 60, 120, 600])
-            size = min(int(rng.lognormvariate(7.3, 1.5)), 50_000)
+            size = min(int(rng.lognormvariate(6.95, 1.5)), 50_000)
             if cmd.startswith(("grep", "rg")):
                 lines = TextPool.window(doc, rng, size).split("\n")
                 text = "\n".join(f"{path}:{i + 1}:{ln}" for i, ln in enumerate(lines) if ln.strip())
@@ -820,7 +824,7 @@ class Generator:
         self.pool = pool or TextPool()
         self.bytes = BytesPool(random.Random(seed ^ 0x5EED))
         self.files: dict[str, object] = {}
-        self.image_rate = 0.02
+        self.image_rate = 0.025
         self.images = 0
         self.quirks: list[dict] = []
         self.second_header_next = False
@@ -982,7 +986,7 @@ class Generator:
                             **{k: p.get(k) for k in ("session_id", "journal", "cwd", "entry_id", "kind", "field", "line", "version")}})
         seconds = time.perf_counter() - t0
         manifest = {
-            "generator": "benchmarks/corpus.py", "seed": self.seed, "size_requested": self.size, "now": iso(self.now_ms),
+            "generator": "benchmarks/corpus.py", "corpus_version": CORPUS_VERSION, "seed": self.seed, "size_requested": self.size, "now": iso(self.now_ms),
             "bytes": total_bytes, "files_count": len(files), "seconds": round(seconds, 2),
             "text_pool": {"digest": self.pool.digest, "code_bytes": self.pool.code_bytes, "prose_bytes": self.pool.prose_bytes,
                           "code_docs": len(self.pool.code), "prose_docs": len(self.pool.prose), "seconds": round(self.pool.seconds, 2)},
