@@ -73,12 +73,16 @@ def settings_for(datasette) -> Settings:
     if db_path is None and name in datasette.databases and datasette.databases[name].path:
         db_path = datasette.databases[name].path
     locations = resolve(db_path, dirs)
+    served = name in datasette.databases and datasette.databases[name].path is not None and (
+        _real(Path(datasette.databases[name].path)) == _real(locations.db_path))
     return Settings(
         database=name,
         locations=locations,
         agent_max_scope=_scope_setting(config, "agent_max_scope", "project"),
         max_scope=_scope_setting(config, "max_scope", "project"),
-        background_index=bool(config.get("background_index", True)),
+        # By default only an instance that serves the index indexes in the background, so
+        # installing the plugin never starts an indexer under some other Datasette.
+        background_index=bool(config.get("background_index", served)),
     )
 
 

@@ -586,3 +586,18 @@ async def test_a_bad_scope_setting_stops_startup(locations, conn):
     datasette = make_datasette(locations, {"agent_max_scope": "everything"})
     with pytest.raises(StartupError, match="agent_max_scope"):
         await datasette.invoke_startup()
+
+
+@pytest.mark.asyncio
+async def test_background_indexing_defaults_to_instances_serving_the_index(locations, conn, tmp_path):
+    from datasette_pi_memory.state import state
+
+    serving = Datasette([str(locations.db_path)], secret=ensure_secret(locations))
+    assert state(serving).settings.background_index is True
+    assert state(serving).settings.database == "history"
+    other_db = tmp_path / "unrelated.db"
+    sqlite3.connect(other_db).close()
+    unrelated = Datasette([str(other_db)])
+    assert state(unrelated).settings.background_index is False
+    configured = Datasette([str(other_db)], plugin_config={PLUGIN: {"background_index": True}})
+    assert state(configured).settings.background_index is True
