@@ -58,7 +58,7 @@ Span = tuple[int, int]
 # check(match, group_prefix, original_bytes, folded_bytes) -> keep?
 Check = Callable[[re.Match, str, bytes, bytes], bool]
 # handler(rule, match, group_prefix, original_bytes, folded_bytes) -> spans
-Handler = Callable[["Rule", re.Match, str, bytes, bytes], Iterable[Span]]
+Handler = Callable[["Rule", re.Match, str, bytes, bytes, dict], Iterable[Span]]
 
 
 @dataclass(frozen=True)
@@ -70,8 +70,8 @@ class Rule:
     original).  Named groups ``s``, ``s2``... mark what to mask; ``check`` may
     veto a match; a ``handler`` replaces the default group masking.  ``rare``
     makes the driver test ``scan in text`` before running the regex (worth it
-    for literals that seldom occur).  ``gate``: literals of which one must
-    occur in the text (same case folding) for the rule to run at all.
+    for literals that seldom occur).  ``handler(rule, m, g, b, bl, ctx)``
+    gets ``ctx``, a dict shared by all matches in one text.
     """
 
     kind: str
@@ -80,7 +80,6 @@ class Rule:
     pattern: bytes
     fold: bool = False
     rare: bool = False
-    gate: tuple[bytes, ...] = ()
     check: Check | None = None
     handler: Handler | None = None
     back: int = 0  # secret_assignment: keyword bytes before the scan literal
@@ -161,7 +160,7 @@ def _body_mixed(m: re.Match, g: str, b: bytes, bl: bytes) -> bool:
     return any(c in b"0123456789" or 0x41 <= c <= 0x5A for c in body)
 
 
-def _whole_match(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Iterable[Span]:
+def _whole_match(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Iterable[Span]:
     """Mask the scan literal too (e.g. the ``AA`` opening a Telegram token)."""
     return [(m.start(), m.end())]
 
@@ -172,10 +171,6 @@ def _whole_match(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Iterab
 
 _KEY_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_.-")
 _KEY_END = rb"(?![a-z0-9_]|-[a-z0-9])"
-_SEP = (
-    rb"(?P<kq>\\{0,3}[\"'])?"  # closing quote of the key, maybe escaped
-    rb"(?:[ \t]*(?P<sep>=>|:=|=(?!=)|:(?![:/])|>)[ \t]*|(?P<ws>[ \t]+))"
-)
 
 # Prefixes that make a name ending in "key" a secret's name whatever its value.
 _STRONG_KEY_PREFIXES = (
@@ -258,7 +253,7 @@ def _unquoted_end(b: bytes, pos: int, to_eol: bool) -> int:
     return i
 
 
-def _assignment(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Iterable[Span]:
+def _assignment(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Iterable[Span]:
     span = _assignment_span(rule, m, g, b, bl)
     return () if span is None else (span,)
 
@@ -346,13 +341,6 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
     return vstart, vend
 
 
-def _kw(family: str, scan: bytes, pattern: bytes, back: int = 0) -> Rule:
-    return Rule(
-        "secret_assignment", "", scan, pattern + _KEY_END + _SEP,
-        fold=True, handler=_assignment, back=back, family=family,
-    )
-
-
 # ---------------------------------------------------------------------------
 # Cookies
 # ---------------------------------------------------------------------------
@@ -363,8 +351,8 @@ _COOKIE_ATTRS = frozenset(
 )
 
 
-def _cookie(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Iterator[Span]:
-    start = m.start()
+def _cookie(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Iterator[Span]:
+    start = m.start() - rule.back
     if m.start(g + "ws") >= 0 and not bl[max(0, start - 2) : start] == b"--":
         return  # "cookie value" in prose; only --cookie takes a space
     is_set = bl[max(0, start - 4) : start] == b"set-"
@@ -394,7 +382,7 @@ _PEM_BODY_STOP_RE = re.compile(rb"[^A-Za-z0-9+/=\s\\:,.()_-]")
 _PEM_MAX = 48 * 1024
 
 
-def _pem(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Iterator[Span]:
+def _pem(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Iterator[Span]:
     start = m.end()
     limit = min(len(b), start + _PEM_MAX)
     end = b.find(b"-----END", start, limit)
@@ -426,49 +414,168 @@ def _near_telegram(m: re.Match, g: str, b: bytes, bl: bytes) -> bool:
 
 
 # ---------------------------------------------------------------------------
-# The rule table
+# Discord: a bot token is only recognisable in text that mentions discord
 # ---------------------------------------------------------------------------
 
-_B64U = rb"[A-Za-z0-9_-]"
-_DB_SCHEMES = (
-    b"postgres", b"postgresql", b"mysql", b"mariadb", b"mongodb", b"mongodb+srv", b"redis", b"rediss",
-    b"amqp", b"amqps", b"mssql", b"sqlserver", b"oracle", b"cockroachdb", b"clickhouse", b"neo4j",
-    b"bolt", b"couchdb", b"cassandra", b"postgis", b"timescale", b"memcached", b"elasticsearch",
+_DISCORD_TOKEN_RE = re.compile(
+    rb"[MNO](?<![A-Za-z0-9_-][MNO])[A-Za-z0-9_-]{23,27}\.(?P<s>[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40})(?![A-Za-z0-9_-])"
 )
 
+
+def _discord(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Iterable[Span]:
+    if "discord" in ctx:
+        return ()  # the whole text was searched at the first mention
+    ctx["discord"] = True
+    return [t.span("s") for t in _DISCORD_TOKEN_RE.finditer(b)]
+
+
+# ---------------------------------------------------------------------------
+# The rule table
+# ---------------------------------------------------------------------------
+#
+# Scan literals begin with bytes that are rare in code and prose (k, x, y, j,
+# _, upper-case A...), because re's literal search loops on the first byte.
+# Each alternative then starts with a literal where possible, so the regex
+# engine rejects it with one comparison.  Most rules run on the folded text;
+# where case matters (ghp_ vs GHP_, -p vs -P) a check looks at the original.
+
+_B64U = rb"[a-z0-9_-]"  # base64url on folded text (same offsets as the original)
+
+
+def _orig_at(offset: int, literal: bytes, group: str = "") -> Check:
+    """Check: the original bytes hold ``literal`` at ``offset`` from the match
+    start (or from the start of ``group``)."""
+
+    def check(m: re.Match, g: str, b: bytes, bl: bytes) -> bool:
+        pos = (m.start(g + group) if group else m.start()) + offset
+        return b[pos : pos + len(literal)] == literal
+
+    return check
+
+
+def _all(*checks: Check) -> Check:
+    def check(m: re.Match, g: str, b: bytes, bl: bytes) -> bool:
+        return all(c(m, g, b, bl) for c in checks)
+
+    return check
+
+
+def _flag_lb(*words: bytes) -> bytes:
+    """Lookbehind: the keyword just matched follows a dash (``--password``)."""
+    return rb"(?:" + rb"|".join(rb"(?<=-" + re.escape(w) + rb")" for w in words) + rb")"
+
+
+def _kw(family: str, scan: bytes, pattern: bytes, flag_words: tuple[bytes, ...], back: int = 0) -> Rule:
+    """A secret_assignment rule: ``pattern`` continues the keyword after the
+    scan literal and ends with an empty group ``k`` at the keyword's end;
+    ``back`` is how many keyword bytes precede the scan literal."""
+    sep = (
+        rb"(?P<kq>\\{0,3}[\"'])?"  # closing quote of the key, maybe escaped
+        rb"(?:[ \t]*(?P<sep>=>|:=|=(?!=)|:(?![:/])|>)[ \t]*|" + _flag_lb(*flag_words) + rb"(?P<ws>[ \t]+))"
+    )
+    return Rule(
+        "secret_assignment", "", scan, pattern + _KEY_END + sep,
+        fold=True, handler=_assignment, back=back, family=family,
+    )
+
+
+_MYSQL_TAIL = (
+    rb"(?:[^\n]){0,300}?[ \t](?P<f>-p)(?:(?P<s>[^\s\"'-][^\s\"']{0,255})|[\"'](?P<s2>[^\s\"']{1,256})[\"']"
+    rb"|[ \t]+(?P<s3>[^\s\"'<>|;&-][^\s\"'<>|;&]{0,255}))"
+)
+
+
+def _mysql_check(m: re.Match, g: str, b: bytes, bl: bytes) -> bool:
+    f = m.start(g + "f")
+    if b[f + 1] != 0x70:  # -P is the port
+        return False
+    if bl.find(b"mysql", m.start() + 1, f) >= 0 or bl.find(b"mariadb", m.start() + 1, f) >= 0:
+        return False  # a later command on the line is matched on its own
+    return _group_not_placeholder("s", "s2", "s3")(m, g, b, bl)
+
+
 RULES: list[Rule] = [
-    # --- key names beside = or : (one pass per scan literal) -------------
-    _kw("password", b"p", rb"(?P<k>ass(?:word|wd|phrase)?s?[0-9]*)"),
-    _kw("password", b"p", rb"(?P<k>wd[0-9]*)"),
+    # --- "p": password, passwd, passphrase, pass, pwd; sshpass; pypi- -------
+    Rule(
+        "sshpass", "sshpass -p PASS",
+        b"p",
+        rb"ass(?<=sshpass)[ \t]+(?:-[a-oq-z](?:[ \t]*[^\s-][^\s]{0,255})?[ \t]+){0,4}(?P<f>-p)[ \t]*"
+        rb"(?:[\"'](?P<s>[^\"'\n]{1,256})[\"']|(?P<s2>[^\s\"']{1,256}))",
+        fold=True, check=_all(_orig_at(1, b"p", "f"), _group_not_placeholder("s", "s2")),
+    ),
+    _kw("password", b"p", rb"ass(?:word|wd|phrase)?s?[0-9]*(?P<k>)",
+        (b"pass", b"password", b"passwd", b"passphrase")),
+    _kw("password", b"p", rb"wd[0-9]*(?P<k>)", (b"pwd",)),
+    # --- "k": token, key, cookie; sk-, sk-ant-, sk_live_, SK..., key-, dckr_ -
     Rule(
         "azure_storage_key", "Azure storage AccountKey= and SharedAccessKey= values",
-        b"k", rb"(?:(?<=accountk)|(?<=sharedaccessk))ey[ \t]*=[ \t]*(?P<s>[a-z0-9+/]{20,256}={0,2})",
+        b"k", rb"ey(?:(?<=accountkey)|(?<=sharedaccesskey))[ \t]*=[ \t]*(?P<s>[a-z0-9+/]{20,256}={0,2})",
         fold=True,
     ),
     Rule(
-        "cookie", "Cookie and Set-Cookie headers and --cookie values (session tokens)",
-        b"cookie", rb"(?:\\{0,3}[\"'])?(?:[ \t]*[:=][ \t]*(?:\\{0,3}[\"'])?|(?P<ws>[ \t]+)[\"']?)",
-        fold=True, rare=True, handler=_cookie,
+        "mailgun_key", "Mailgun API keys key-...",
+        b"k", rb"ey-" + _not_after_word(b"key-", rb"a-z0-9_-") + rb"(?P<s>[a-f0-9]{32})(?![a-z0-9_])",
+        fold=True,
     ),
-    _kw("token", b"k", rb"(?<=tok)(?P<k>en[0-9]*)", back=2),
-    _kw("key", b"k", rb"(?P<k>ey[0-9]*)"),
-    _kw("secret", b"cre", rb"(?<=secre)(?P<k>t[0-9]*)", back=2),
-    _kw("cred", b"cre", rb"(?P<k>d(?:ential)?s?)"),
+    _kw("key", b"k", rb"ey[0-9]*(?P<k>)", (b"key",)),
+    Rule(
+        "cookie", "Cookie and Set-Cookie headers and --cookie values (session tokens)",
+        b"k", rb"ie(?<=cookie)(?:\\{0,3}[\"'])?(?:[ \t]*[:=][ \t]*(?:\\{0,3}[\"'])?|(?<=-cookie)(?P<ws>[ \t]+)[\"']?)",
+        fold=True, handler=_cookie, back=3,
+    ),
+    _kw("token", b"k", rb"en(?<=token)[0-9]*(?P<k>)", (b"token",), back=2),
+    Rule(
+        "anthropic_key", "Anthropic keys sk-ant-...",
+        b"k", rb"-(?<=sk-)ant-(?:[a-z]{2,8}[0-9]{2}-)?(?P<s>" + _B64U + rb"{20,512})",
+        fold=True, check=_orig_at(-1, b"sk-ant-"),
+    ),
+    Rule(
+        "openai_key", "OpenAI keys sk-, sk-proj-, sk-svcacct-, sk-admin-",
+        b"k",
+        rb"-(?<=sk-)" + _not_after_word(b"sk-", rb"a-z0-9_")
+        + rb"(?:(?:proj|svcacct|admin|none)-)?(?P<s>" + _B64U + rb"{32,512})",
+        fold=True, check=_all(_orig_at(-1, b"sk-"), _body_mixed),
+    ),
+    Rule(
+        "stripe_key", "Stripe secret and restricted keys sk_live_, sk_test_, rk_live_, rk_test_",
+        b"k", rb"_(?<=[rs]k_)(?<![a-z0-9][rs]k_)(?:live|test)_(?P<s>[a-z0-9]{10,256})",
+        fold=True, check=_body_mixed,
+    ),
+    Rule(
+        "twilio", "Twilio account SIDs AC..., API key SIDs SK..., and a 32-hex auth token right after a SID",
+        b"k", rb"(?<=sk)" + _not_after_word(b"sk", rb"a-z0-9_") + rb"(?P<s>[0-9a-f]{32})(?![a-z0-9_])",
+        fold=True, check=_orig_at(-1, b"SK"),
+    ),
+    Rule(
+        "dockerhub_token", "Docker Hub access tokens dckr_pat_, dckr_oat_",
+        b"k", rb"r_(?<=dckr_)(?:pat|oat)_(?P<s>[a-z0-9_-]{20,256})",
+        fold=True,
+    ),
+    # --- "c": secret, credentials; curl -u ----------------------------------
+    _kw("secret", b"c", rb"ret(?<=secret)[0-9]*(?P<k>)", (b"secret",), back=2),
+    _kw("cred", b"c", rb"red(?:ential)?s?(?P<k>)", (b"cred", b"creds", b"credential", b"credentials")),
+    Rule(
+        "curl_user", "curl -u user:pass and --user user:pass",
+        b"c",
+        rb"url(?:(?!curl)(?:[^\n\\]|\\(?s:.))){0,2000}?[ \t](?:-u|--user)(?:[ \t]+|=)?[\"']?"
+        rb"(?P<u>[^\s:\"'$]{1,256}):(?P<s>[^\s\"']{1,256})",
+        fold=True, check=_group_not_placeholder("s"),
+    ),
+    Rule(
+        "discord_bot_token", "Discord bot tokens in text that mentions discord",
+        b"c", rb"ord(?<=discord)", fold=True, handler=_discord,
+    ),
+    # --- "uth": auth, Authorization ----------------------------------------
     Rule(
         "authorization_header", "Authorization / Proxy-Authorization header values (Bearer, Basic, token, Bot...)",
-        b"auth",
-        rb"orization(?:\\{0,3}[\"'])?[ \t]*[:=][ \t]*(?:\\{0,3}[\"'])?[ \t]*"
+        b"uth",
+        rb"orization(?<=authorization)(?:\\{0,3}[\"'])?[ \t]*[:=][ \t]*(?:\\{0,3}[\"'])?[ \t]*"
         rb"(?:(?:bearer|basic|token|bot|digest|negotiate|ntlm|apikey|api-key|sso-key|key|jwt|aws4-hmac-sha256)[ \t]+)?"
         rb"(?P<s>[^\s\"'\\,;<>{}]{1,4096}(?:[ \t]*,[ \t]*[a-z]{1,32}=[^\s\"'\\,;<>]{1,512}){0,8})",
         fold=True, check=_group_not_placeholder("s"),
     ),
-    _kw("auth", b"auth", rb"(?P<k>)"),
-    Rule(
-        "bearer_token", "Bearer tokens outside an Authorization header",
-        b"bearer", rb"[ \t]+(?P<s>[a-z0-9._~+/-]{16,4096}=*)",
-        fold=True, rare=True, check=_group_not_placeholder("s"),
-    ),
-    # --- URLs ---------------------------------------------------------------
+    _kw("auth", b"uth", rb"(?<=auth)(?P<k>)", (b"auth",), back=1),
+    # --- "://": URLs -----------------------------------------------------------
     Rule(
         "sentry_dsn", "Sentry DSN keys https://<key>@o1.ingest.sentry.io/1",
         b"://", rb"(?P<s>[0-9a-f]{32})(?::[0-9a-f]{32})?@",
@@ -492,61 +599,87 @@ RULES: list[Rule] = [
         rb"(?P<u>[^\s:/?#@\"'<>\\\[\]]{0,256}):(?P<s>[^\s/?#\"'<>\\]{1,256})@(?=[a-z0-9\[])",
         fold=True, check=_group_not_placeholder("s"),
     ),
-    # --- token prefixes found through "_" ---------------------------------
+    # --- "_": ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ npm_ hf_ do?_v1_ ------------
     Rule(
         "github_token", "GitHub tokens ghp_, gho_, ghu_, ghs_, ghr_ and github_pat_",
-        b"_", rb"(?<=gh[pousr]_)(?P<s>[A-Za-z0-9]{36,255})" + _END_ALNUM,
+        b"_", rb"(?<=gh[pousr]_)(?P<s>[a-z0-9]{36,255})(?![a-z0-9_])",
+        fold=True, check=_orig_at(-3, b"gh"),
     ),
-    Rule(
-        "github_token", "", b"_", rb"(?<=github_)pat_(?P<s>[A-Za-z0-9_]{22,255})",
-    ),
-    Rule("npm_token", "npm tokens npm_...", b"_", rb"(?<=npm_)(?P<s>[A-Za-z0-9]{36})" + _END_ALNUM),
+    Rule("github_token", "", b"_", rb"pat_(?<=github_pat_)(?P<s>[a-z0-9_]{22,255})", fold=True),
+    Rule("npm_token", "npm tokens npm_...", b"_", rb"(?<=npm_)(?P<s>[a-z0-9]{36})(?![a-z0-9_])", fold=True),
     Rule(
         "huggingface_token", "Hugging Face tokens hf_...",
-        b"_", rb"(?<=hf_)" + _not_after_word(b"hf_") + rb"(?P<s>[A-Za-z0-9]{30,40})" + _END_ALNUM,
-        check=_body_mixed,
-    ),
-    Rule(
-        "dockerhub_token", "Docker Hub access tokens dckr_pat_, dckr_oat_",
-        b"_", rb"(?<=dckr_)(?:pat|oat)_(?P<s>[A-Za-z0-9_-]{20,256})",
+        b"_", rb"(?<=hf_)" + _not_after_word(b"hf_", rb"a-z0-9_") + rb"(?P<s>[a-z0-9]{30,40})(?![a-z0-9_])",
+        fold=True, check=_body_mixed,
     ),
     Rule(
         "digitalocean_token", "DigitalOcean tokens dop_v1_, doo_v1_, dor_v1_",
-        b"_", rb"(?<=do[opr]_)v1_(?P<s>[a-f0-9]{64})" + _END_ALNUM,
+        b"_", rb"v1_(?<=do[opr]_v1_)(?P<s>[a-f0-9]{64})(?![a-z0-9_])",
+        fold=True,
     ),
-    Rule(
-        "stripe_key", "Stripe secret and restricted keys sk_live_, sk_test_, rk_live_, rk_test_",
-        b"_", rb"(?<=[rs]k_)(?<![A-Za-z0-9][rs]k_)(?:live|test)_(?P<s>[A-Za-z0-9]{10,256})",
-        check=_body_mixed,
-    ),
-    # --- token prefixes found through "-" ---------------------------------
-    Rule(
-        "anthropic_key", "Anthropic keys sk-ant-...",
-        b"-", rb"(?<=sk-)ant-(?:[a-z]{2,8}[0-9]{2}-)?(?P<s>" + _B64U + rb"{20,512})",
-    ),
-    Rule(
-        "openai_key", "OpenAI keys sk-, sk-proj-, sk-svcacct-, sk-admin-",
-        b"-",
-        rb"(?<=sk-)" + _not_after_word(b"sk-")
-        + rb"(?:(?:proj|svcacct|admin|None)-)?(?P<s>" + _B64U + rb"{32,512})",
-        check=_body_mixed,
-    ),
+    # --- "x": Slack -----------------------------------------------------------
     Rule(
         "slack_token", "Slack tokens xoxb-, xoxp-, xoxa-, xoxr-, xoxs-, xoxe- and app tokens xapp-",
-        b"-", rb"(?:(?<=xox[abeoprs]-)|(?<=xapp-))(?P<s>[A-Za-z0-9-]{10,512})",
+        b"x", rb"(?:ox[abeoprs]|app)-(?P<s>[a-z0-9-]{10,512})",
+        fold=True,
+    ),
+    # --- "y": ya29. and mysql -p ---------------------------------------------
+    Rule(
+        "google_oauth_token", "Google OAuth access tokens ya29....",
+        b"y", rb"a29\.(?P<s>" + _B64U + rb"{20,4096})",
+        fold=True,
     ),
     Rule(
-        "gitlab_token", "GitLab tokens glpat-, gldt-, glrt-, glptt-, glsoat-, glcbt-, glft-, glimt-, gloas-",
-        b"-",
-        rb"(?:(?<=glpat-)|(?<=gldt-)|(?<=glrt-)|(?<=glptt-)|(?<=glsoat-)|(?<=glcbt-)|(?<=glft-)|(?<=glimt-)"
-        rb"|(?<=gloas-)|(?<=glagent-))(?P<s>[A-Za-z0-9_.-]{20,256})",
+        "pypi_token", "PyPI upload tokens pypi-AgE...",
+        b"y", rb"pi-(?<=pypi-)(?P<s>age" + _B64U + rb"{50,4096})",
+        fold=True, check=_orig_at(0, b"AgE", "s"),
     ),
-    Rule("pypi_token", "PyPI upload tokens pypi-AgE...", b"-", rb"(?<=pypi-)(?P<s>AgE" + _B64U + rb"{50,4096})"),
     Rule(
-        "mailgun_key", "Mailgun API keys key-...",
-        b"-", rb"(?<=key-)" + _not_after_word(b"key-", rb"A-Za-z0-9_-") + rb"(?P<s>[a-f0-9]{32})" + _END_ALNUM,
+        "mysql_password", "mysql -pPASS and -p PASS (mysql, mysqldump, mysqladmin, mariadb...)",
+        b"y", rb"sql(?<=mysql)" + _MYSQL_TAIL,
+        fold=True, check=_mysql_check,
     ),
-    # --- upper-case prefixes ----------------------------------------------
+    # --- "b": Bearer, -----BEGIN ... PRIVATE KEY-----, mariadb -p -------------
+    Rule(
+        "bearer_token", "Bearer tokens outside an Authorization header",
+        b"b", rb"earer[ \t]+(?P<s>[a-z0-9._~+/-]{16,4096}=*)",
+        fold=True, check=_group_not_placeholder("s"),
+    ),
+    Rule(
+        "private_key",
+        "PEM private-key blocks (RSA, EC, DSA, OPENSSH, PKCS#8 PRIVATE KEY, ENCRYPTED, PGP PRIVATE KEY BLOCK), "
+        "also written with escaped \\n inside JSON strings (GCP service-account private_key) "
+        "or cut off before their END line",
+        b"b", rb"egin(?<=-----begin)[a-z0-9 ]{0,40}private key(?: block)?-----",
+        fold=True, handler=_pem,
+    ),
+    Rule("mysql_password", "", b"b", rb"(?<=mariadb)" + _MYSQL_TAIL, fold=True, check=_mysql_check),
+    # --- "g": SendGrid SG., Azure SAS sig= ----------------------------------
+    Rule(
+        "sendgrid_key", "SendGrid API keys SG.xxx.yyy",
+        b"g", rb"\.(?<=sg\.)(?P<s>" + _B64U + rb"{16,32}\." + _B64U + rb"{16,64})",
+        fold=True, check=_orig_at(-1, b"SG."),
+    ),
+    Rule(
+        "gitlab_token", "GitLab tokens glpat-, gldt-, glrt-, glptt-, glsoat-, glcbt-, glft-, glimt-, gloas-, glagent-",
+        b"g",
+        rb"l(?:pat|dt|rt|ptt|soat|cbt|ft|imt|oas|agent)-" + rb"(?<![a-z0-9_]gl)".replace(b"gl)", b"gl)")
+        + rb"(?P<s>[a-z0-9_.-]{20,256})",
+        fold=True, check=_orig_at(0, b"gl"),
+    ),
+    Rule(
+        "azure_sas_signature", "Azure SAS signatures sig=...",
+        b"g", rb"=(?<![a-z0-9_]sig=)(?<=sig=)(?P<s>[a-z0-9%+/=]{16,512})",
+        fold=True,
+    ),
+    # --- "j": JWT --------------------------------------------------------------
+    Rule(
+        "jwt", "JSON Web Tokens eyJ... (and JWE)",
+        b"j",
+        rb"(?<=eyj)(?P<s>" + _B64U + rb"{8,8192}\.ey" + _B64U + rb"{8,16384}(?:\." + _B64U + rb"{0,8192}){1,3}=*)",
+        fold=True, check=_orig_at(-2, b"eyJ"),
+    ),
+    # --- "A" (case-sensitive): AWS, AIza, Twilio AC, Telegram ----------------
     Rule(
         "aws_secret_key", "AWS secret access keys: 40 base64 characters within 300 bytes after an access key id "
         "(aws_secret_access_key=... is masked by secret_assignment too)",
@@ -560,83 +693,18 @@ RULES: list[Rule] = [
     ),
     Rule(
         "google_api_key", "Google API keys AIza...",
-        b"A", rb"Iza(?P<s>" + _B64U + rb"{35})(?![A-Za-z0-9_-])",
+        b"A", rb"Iza(?P<s>[A-Za-z0-9_-]{35})(?![A-Za-z0-9_-])",
     ),
     Rule(
-        "twilio", "Twilio account SIDs AC..., API key SIDs SK..., and a 32-hex auth token right after a SID",
+        "twilio", "",
         b"A",
-        rb"C" + rb"(?<![A-Za-z0-9_]AC)(?P<s>[a-f0-9]{32})" + _END_ALNUM
+        rb"C(?<![A-Za-z0-9_]AC)(?P<s>[a-f0-9]{32})" + _END_ALNUM
         + rb"(?:[^\n]{0,100}?(?<![A-Za-z0-9])(?P<s2>[a-f0-9]{32})(?![A-Za-z0-9]))?",
     ),
     Rule(
         "telegram_bot_token", "Telegram bot tokens (digits:AA...) in text that mentions telegram",
-        b"A", rb"(?<=[0-9]:A)A" + _B64U + rb"{31,40}(?![A-Za-z0-9_-])",
+        b"A", rb"A(?<=[0-9]:AA)[A-Za-z0-9_-]{31,40}(?![A-Za-z0-9_-])",
         check=_near_telegram, handler=_whole_match,
-    ),
-    Rule(
-        "twilio", "", b"S", rb"K(?<![A-Za-z0-9_]SK)(?P<s>[a-f0-9]{32})" + _END_ALNUM,
-    ),
-    Rule(
-        "sendgrid_key", "SendGrid API keys SG.xxx.yyy",
-        b"S", rb"G\.(?P<s>" + _B64U + rb"{16,32}\." + _B64U + rb"{16,64})",
-    ),
-    Rule(
-        "jwt", "JSON Web Tokens eyJ... (and JWE)",
-        b"eyJ",
-        rb"(?P<s>" + _B64U + rb"{8,8192}\.ey" + _B64U + rb"{8,16384}(?:\." + _B64U + rb"{0,8192}){1,3}=*)",
-        rare=True,
-    ),
-    Rule(
-        "google_oauth_token", "Google OAuth access tokens ya29....",
-        b"ya29.", rb"(?P<s>" + _B64U + rb"{20,4096})", rare=True,
-    ),
-    Rule(
-        "private_key",
-        "PEM private-key blocks (RSA, EC, DSA, OPENSSH, PKCS#8 PRIVATE KEY, ENCRYPTED, PGP PRIVATE KEY BLOCK), "
-        "also written with escaped \\n inside JSON strings (GCP service-account private_key) "
-        "or cut off before their END line",
-        b"-----BEGIN", rb"[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----",
-        rare=True, handler=_pem,
-    ),
-    # --- command lines ------------------------------------------------------
-    Rule(
-        "curl_user", "curl -u user:pass and --user user:pass",
-        b"curl",
-        rb"(?:(?!curl)(?:[^\n\\]|\\(?s:.))){0,2000}?[ \t](?:-u|--user)(?:[ \t]+|=)?[\"']?"
-        rb"(?P<u>[^\s:\"'$]{1,256}):(?P<s>[^\s\"']{1,256})",
-        fold=True, rare=True, check=_group_not_placeholder("s"),
-    ),
-    Rule(
-        "mysql_password", "mysql -pPASS and -p PASS (mysql, mysqldump, mysqladmin, mariadb...)",
-        b"mysql",
-        rb"(?:(?!mysql)[^\n]){0,300}?[ \t]-p(?:(?P<s>[^\s\"'-][^\s\"']{0,255})|[\"'](?P<s2>[^\s\"']{1,256})[\"']"
-        rb"|[ \t]+(?P<s3>[^\s\"'<>|;&-][^\s\"'<>|;&]{0,255}))",
-        rare=True, check=_group_not_placeholder("s", "s2", "s3"),
-    ),
-    Rule(
-        "mysql_password", "", b"mariadb",
-        rb"(?:(?!mariadb)[^\n]){0,300}?[ \t]-p(?:(?P<s>[^\s\"'-][^\s\"']{0,255})|[\"'](?P<s2>[^\s\"']{1,256})[\"']"
-        rb"|[ \t]+(?P<s3>[^\s\"'<>|;&-][^\s\"'<>|;&]{0,255}))",
-        rare=True, check=_group_not_placeholder("s", "s2", "s3"),
-    ),
-    Rule(
-        "sshpass", "sshpass -p PASS",
-        b"sshpass",
-        rb"[ \t]+(?:-[a-oq-zA-Z](?:[ \t]*[^\s-][^\s]{0,255})?[ \t]+){0,4}-p[ \t]*"
-        rb"(?:[\"'](?P<s>[^\"'\n]{1,256})[\"']|(?P<s2>[^\s\"']{1,256}))",
-        rare=True, check=_group_not_placeholder("s", "s2"),
-    ),
-    # --- gated by a word ------------------------------------------------------
-    Rule(
-        "azure_sas_signature", "Azure SAS signatures sig=...",
-        b"sig=", rb"(?<![a-z0-9_]sig=)(?P<s>[a-z0-9%+/=]{16,512})",
-        fold=True, rare=True,
-    ),
-    Rule(
-        "discord_bot_token", "Discord bot tokens in text that mentions discord",
-        b"", rb"(?<![A-Za-z0-9_-])[MNO][A-Za-z0-9_-]{23,27}\.(?P<s>" + _B64U + rb"{6}\." + _B64U
-        + rb"{27,40})(?![A-Za-z0-9_-])",
-        gate=(b"discord",),
     ),
 ]
 
@@ -678,7 +746,6 @@ class _Scanner:
     fold: bool
     scan: bytes
     rare: bool
-    gate: tuple[bytes, ...]
     regex: re.Pattern
     rules: dict[str, tuple[Rule, list[str]]]  # group name -> (rule, mask group names)
 
@@ -686,10 +753,10 @@ class _Scanner:
 def _compile(rules: list[Rule]) -> list[_Scanner]:
     grouped: dict[tuple, list[Rule]] = {}
     for rule in rules:
-        grouped.setdefault((rule.fold, rule.scan, rule.rare, rule.gate), []).append(rule)
+        grouped.setdefault((rule.fold, rule.scan, rule.rare), []).append(rule)
     scanners = []
     n = 0
-    for (fold, scan, rare, gate), members in grouped.items():
+    for (fold, scan, rare), members in grouped.items():
         alts = []
         table: dict[str, tuple[Rule, list[str]]] = {}
         for rule in members:
@@ -698,15 +765,25 @@ def _compile(rules: list[Rule]) -> list[_Scanner]:
             pfx = name.encode() + b"_"
             src = _GROUP_DEF.sub(lambda m: b"(?P<" + pfx + m.group(1) + b">", rule.pattern)
             src = _GROUP_REF.sub(lambda m: b"(?P=" + pfx + m.group(1) + b")", src)
-            alts.append(b"(?P<" + name.encode() + b">" + src + b")")
+            # An empty group closing each alternative names the rule that
+            # matched (m.lastgroup) and marks where it ended, without hiding
+            # the alternative's leading literal from the engine's fast check.
+            alts.append(src + b"(?P<" + name.encode() + b">)")
             masks = [f"{name}_{g.decode()}" for g in _GROUP_DEF.findall(rule.pattern) if re.fullmatch(rb"s[0-9]*", g)]
             table[name] = (rule, masks)
         regex = re.compile(re.escape(scan) + b"(?:" + b"|".join(alts) + b")")
-        scanners.append(_Scanner(fold, scan, rare, gate, regex, table))
+        scanners.append(_Scanner(fold, scan, rare, regex, table))
     return scanners
 
 
 _SCANNERS = _compile(RULES)
+_SCAN_PLAN = [
+    (
+        sc.fold, sc.rare, sc.scan, sc.regex.finditer,
+        {name: (rule, masks, rule.check, rule.handler) for name, (rule, masks) in sc.rules.items()},
+    )
+    for sc in _SCANNERS
+]
 
 
 # ---------------------------------------------------------------------------
@@ -717,21 +794,19 @@ _SCANNERS = _compile(RULES)
 def _spans(b: bytes) -> list[Span]:
     bl = b.lower()
     spans: list[Span] = []
-    for sc in _SCANNERS:
-        hay = bl if sc.fold else b
-        if sc.gate and not any(a in hay for a in sc.gate):
+    ctx: dict = {}
+    for fold, rare, scan, finditer, rules in _SCAN_PLAN:
+        hay = bl if fold else b
+        if rare and scan not in hay:
             continue
-        if sc.rare and sc.scan not in hay:
-            continue
-        rules = sc.rules
-        for m in sc.regex.finditer(hay):
+        for m in finditer(hay):
             name = m.lastgroup
-            rule, masks = rules[name]
+            rule, masks, check, handler = rules[name]
             g = name + "_"
-            if rule.handler is not None:
-                spans.extend(rule.handler(rule, m, g, b, bl))
+            if check is not None and not check(m, g, b, bl):
                 continue
-            if rule.check is not None and not rule.check(m, g, b, bl):
+            if handler is not None:
+                spans.extend(handler(rule, m, g, b, bl, ctx))
                 continue
             for mg in masks:
                 s, e = m.span(mg)
