@@ -601,3 +601,57 @@ async def test_background_indexing_defaults_to_instances_serving_the_index(locat
     assert state(unrelated).settings.background_index is False
     configured = Datasette([str(other_db)], plugin_config={PLUGIN: {"background_index": True}})
     assert state(configured).settings.background_index is True
+
+
+@pytest_asyncio.fixture
+async def served_like_pimem_serve(locations, world):
+    """A Datasette with exactly the configuration and metadata `pimem serve` uses."""
+    from datasette_pi_memory.serve import metadata_and_config
+
+    metadata, config = metadata_and_config(locations, "history", background_index=False)
+    datasette = Datasette([str(locations.db_path)], secret=ensure_secret(locations), config=config,
+                          metadata=metadata)
+    datasette.root_enabled = True
+    await datasette.invoke_startup()
+    yield datasette
+    await datasette.invoke_shutdown()
+
+
+@pytest.mark.asyncio
+async def test_serve_configuration_keeps_anonymous_out(served_like_pimem_serve, token):
+    ds = served_like_pimem_serve
+    for path in ("/", "/history", "/history/entries", "/history/files.json", "/history/sessions",
+                 "/history/-/query.json?sql=select+path+from+files", "/history/largest_tool_outputs",
+                 "/-/pi-memory"):
+        anon = await ds.client.get(path)
+        assert anon.status_code == 403, path
+        assert ".jsonl" not in anon.text and "Apps/prjct" not in anon.text, path
+        if path != "/-/pi-memory":  # the agent holds pi-memory-read, nothing else
+            agent = await ds.client.get(path, **bearer(token))
+            assert agent.status_code == 403, path
+    assert (await ds.client.get("/-/pi-memory/api/status", **bearer(token))).status_code == 200
+
+
+@pytest.mark.asyncio
+async def test_serve_configuration_facets_search_and_queries(served_like_pimem_serve, world):
+    ds = served_like_pimem_serve
+    sessions = await ds.client.get("/history/sessions.json?_extra=facet_results", actor=ROOT)
+    facets = sessions.json()["facet_results"]["results"]
+    assert {"cwd", "started"} <= set(facets)
+    assert facets["started"]["type"] == "date"
+    found = await ds.client.get("/history/entries.json?_search=kestrel&_shape=array", actor=ROOT)
+    assert [r["id"] for r in found.json()] == [world["other"]]
+    page = await ds.client.get("/history/entries?_search=kestrel", actor=ROOT)
+    assert FLUENT in page.text  # the render hook on a searched table page
+    for name in ("sessions_per_project_per_week", "largest_tool_outputs", "compactions", "tool_usage",
+                 "activity_per_day"):
+        res = await ds.client.get(f"/history/{name}.json?_shape=array", actor=ROOT)
+        assert res.status_code == 200, (name, res.text)
+        assert res.json(), name
+        assert HERON not in res.text  # canned queries are SQL: numbers and ids, never text
+    compactions = (await ds.client.get("/history/compactions.json?_shape=array", actor=ROOT)).json()
+    assert compactions[0]["tokens_before"] == 123456
+    home = await ds.client.get("/", actor=ROOT)
+    assert "Pi memory" in home.text
+    described = await ds.client.get("/history/entries", actor=ROOT)
+    assert "Byte offset of the line in the journal" in described.text
