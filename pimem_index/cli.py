@@ -323,6 +323,7 @@ def search_options(fn):
         click.option("--limit", default=query.DEFAULT_LIMIT, show_default=True, metavar="N",
                      help=f"Results, 1 to {query.MAX_LIMIT}"),
         click.option("--json", "as_json", is_flag=True, help="Print the contract's JSON"),
+        click.option("--no-index", is_flag=True, help="Search the index as it is, without indexing new lines first"),
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -333,7 +334,8 @@ def search_options(fn):
 @click.argument("query_text", metavar="[QUERY]", required=False)
 @common
 @search_options
-def search(locations: Locations, query_text, scope, cwd, session_id, since, until, kinds, limit, as_json):
+def search(locations: Locations, query_text, scope, cwd, session_id, since, until, kinds, limit, as_json,
+           no_index):
     """Find entries: every term first, else any term; newest first without a QUERY.
 
     \b
@@ -342,6 +344,8 @@ def search(locations: Locations, query_text, scope, cwd, session_id, since, unti
         pimem search migration --scope global --since 2026-03-01 --kind tool_result
     """
     conn = open_index(locations)
+    if not no_index:
+        _catch_up(conn, locations, as_json)
     data = query.search(conn, locations, query_text, scope=scope, cwd=cwd or os.getcwd(),
                         session_id=session_id, since=since, until=until, kinds=kinds, limit=limit)
     _show_results(data, query_text, as_json)
@@ -351,7 +355,8 @@ def search(locations: Locations, query_text, scope, cwd, session_id, since, unti
 @click.argument("query_text", metavar="[QUERY]", required=False)
 @common
 @search_options
-def summaries(locations: Locations, query_text, scope, cwd, session_id, since, until, kinds, limit, as_json):
+def summaries(locations: Locations, query_text, scope, cwd, session_id, since, until, kinds, limit, as_json,
+              no_index):
     """Compaction and branch summaries, newest first, or searched.
 
     \b
@@ -360,9 +365,30 @@ def summaries(locations: Locations, query_text, scope, cwd, session_id, since, u
         pimem summaries "auth refactor" --scope global
     """
     conn = open_index(locations)
+    if not no_index:
+        _catch_up(conn, locations, as_json)
     data = query.summaries(conn, locations, query_text, scope=scope, cwd=cwd or os.getcwd(),
                            session_id=session_id, since=since, until=until, kinds=kinds, limit=limit)
     _show_results(data, query_text, as_json)
+
+
+def _catch_up(conn, locations: Locations, quiet: bool) -> None:
+    """Index new journal lines before answering, unless another process is already doing it."""
+    bar = None
+
+    def progress(done, total, path):
+        nonlocal bar
+        if bar is None and total > 20:
+            bar = click.progressbar(length=total, label="Indexing new journal lines", file=sys.stderr)
+            bar.__enter__()
+        if bar is not None:
+            bar.update(1)
+
+    try:
+        indexer.index_all(conn, locations, progress=None if quiet or not sys.stderr.isatty() else progress)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
 
 
 def _show_results(data: dict, query_text: str | None, as_json: bool) -> None:
@@ -414,7 +440,8 @@ def _mark(text: str, terms: list[str]) -> str:
 @click.option("--scope", type=str, default="project", show_default=True, help="session, project or global")
 @click.option("--offset", default="0", metavar="N", help="Character offset of the page (16,000 a page)")
 @click.option("--json", "as_json", is_flag=True, help="Print the contract's JSON")
-def read(locations: Locations, entry_id, session_id, cwd, scope, offset, as_json):
+@click.option("--no-index", is_flag=True, help="Read from the index as it is, without indexing new lines first")
+def read(locations: Locations, entry_id, session_id, cwd, scope, offset, as_json, no_index):
     """Print one entry's redacted text, reread from its journal.
 
     \b
@@ -423,6 +450,8 @@ def read(locations: Locations, entry_id, session_id, cwd, scope, offset, as_json
         pimem read c3d4e5f6 --session 0b6e6f2c-8d2b-4a43-9b3b-1f1f2c6a7d01 --offset 16000
     """
     conn = open_index(locations)
+    if not no_index:
+        _catch_up(conn, locations, as_json)
     data = query.read(conn, locations, entry_id, session_id=session_id, cwd=cwd or os.getcwd(),
                       scope=scope, offset=offset)
     if as_json:

@@ -49,11 +49,12 @@ class Scope:
     def predicate(self) -> tuple[str, list]:
         """SQL over `files f` (and `e`) that keeps this scope's entries: the one scope rule."""
         if self.name == "session":
-            return "e.session_id = ?", [self.session_id]
+            return "e.file_id IN (SELECT id FROM files WHERE session_id = ?)", [self.session_id]
         if self.name == "project":
             if self.exact:
-                return "f.cwd = ?", [self.root]
-            return "(f.cwd = ? OR f.cwd LIKE ? ESCAPE '\\')", [self.root, like_prefix(self.root)]
+                return "e.file_id IN (SELECT id FROM files WHERE cwd = ?)", [self.root]
+            return ("e.file_id IN (SELECT id FROM files WHERE cwd = ? OR cwd LIKE ? ESCAPE '\\')",
+                    [self.root, like_prefix(self.root)])
         return "1", []
 
     def as_json(self) -> dict:

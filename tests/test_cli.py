@@ -219,3 +219,12 @@ def test_pi_install_refuses_a_url_without_a_scheme(run, agent_dir):
     result = run("pi", "install", "--url", "127.0.0.1:8001")
     assert result.exit_code == 1 and "e.g. --url http://127.0.0.1:8001" in result.output
     assert not (agent_dir / "pi-memory" / "pi-tool.json").exists()
+
+
+def test_search_indexes_new_lines_first_unless_told_not_to(run, populated, home):
+    run("index")
+    populated["a"].user("a brand new line about quasars")
+    stale = json.loads(run("search", "quasars", "--json", "--no-index", "--cwd", home / "Apps/prjct").output)
+    assert stale["results"] == []
+    fresh = json.loads(run("search", "quasars", "--json", "--cwd", home / "Apps/prjct").output)
+    assert [r["kind"] for r in fresh["results"]] == ["user"]
