@@ -74,6 +74,7 @@ TARGETS = {
     "needles_leaked": ("==", 0, "planted words found from another project's scope", "count"),
     "secret_terms": ("==", 0, "planted secrets that are search terms", "count"),
     "secret_in_read": ("==", 0, "planted secrets shown by read/excerpts", "count"),
+    "stale_excerpts": ("==", 0, "search hits whose journal line could not be reread", "count"),
     "linearity_spread": ("<=", 0.15, "issue 8: MB/s within 15% across sizes", "ratio"),
     "linearity_spread_cpu": ("<=", 0.15, "the same in MB per CPU-second (less noisy)", "ratio"),
     "floor_linearity_spread": (None, None, "the floor's own spread (FTS5 merges grow with size)", "ratio"),
@@ -263,6 +264,7 @@ class Bench:
         self.manifest: dict | None = None
         self.corpus: Path | None = None
         self.journal_bytes = 0
+        self.code_start = code_digest()
 
     def log(self, msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
@@ -468,14 +470,17 @@ class Bench:
             search(q["q"], scope="project", cwd=q["cwd"], limit=10)
         times: dict[str, list[float]] = {"needle": [], "common": [], "recent": []}
         hits_for_read: list[dict] = []
+        stale = 0
         for _round in range(self.args.rounds):
             for q in qs:
                 t = time.perf_counter()
                 res = search(q["q"], scope="project", cwd=q["cwd"], limit=10)
                 times[q["group"]].append(time.perf_counter() - t)
                 if _round == 0:
+                    stale += sum(1 for h in res.get("results", []) if h.get("stale"))
                     for h in res.get("results", [])[:3]:
                         hits_for_read.append({"id": h["id"], "session_id": h["session_id"], "cwd": q["cwd"], "chars": h.get("chars")})
+        self.metrics["stale_excerpts"] = stale
         allt = [x for v in times.values() for x in v]
         self.metrics["search_p50_ms"] = ms(pct(allt, 0.5))
         self.metrics["search_p95_ms"] = ms(pct(allt, 0.95))
@@ -849,7 +854,7 @@ class Bench:
             "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "machine": {"cpus": os.cpu_count(), "cpu": _cpu_model(), "platform": platform.platform(),
                         "python": platform.python_version(), "sqlite": _sqlite_version(), "loadavg_end": loadavg(),
-                        "git": _git_head()},
+                        "git": _git_head(), "code_digest_start": self.code_start, "code_digest_end": code_digest()},
             "corpus": {"path": str(self.corpus), "bytes": self.journal_bytes, "journals": m.get("files_count"),
                        "seed": m.get("seed"), "entries_by_kind": m.get("entries_by_kind"), "text_pool": m.get("text_pool")},
             "metrics": self.metrics, "notes": self.notes, "details": self.details,
@@ -869,6 +874,18 @@ def _sqlite_version() -> str | None:
         from pimem_index import db
         return db.sqlite3.sqlite_version
     return None
+
+
+def code_digest() -> str:
+    """A digest of the code under test (the working tree, committed or not)."""
+    import hashlib
+    h = hashlib.sha256()
+    for pkg in ("pimem_index", "datasette_pi_memory"):
+        for p in sorted((ROOT / pkg).rglob("*")):
+            if p.is_file() and p.suffix in (".py", ".yaml", ".html", ".json", ".ts"):
+                h.update(str(p.relative_to(ROOT)).encode())
+                h.update(p.read_bytes())
+    return h.hexdigest()[:12]
 
 
 def _git_head() -> str | None:
@@ -918,6 +935,9 @@ def print_table(result: dict, previous: dict | None) -> None:
         if i == 0:
             print("  ".join("-" * w for w in widths) + "  " + "-" * 20)
     c = result["corpus"]
+    mach = result["machine"]
+    if mach.get("code_digest_start") != mach.get("code_digest_end"):
+        print("\nWARNING: pimem_index or datasette_pi_memory changed during this run: the figures mix code versions")
     print(f"\ncorpus {c['bytes'] / MB:.1f} MB, {c['journals']} journals; machine {result['machine']['cpus']} cores "
           f"({result['machine']['cpu']}), load at end {result['machine']['loadavg_end']}; SQLite {result['machine']['sqlite']}")
 
