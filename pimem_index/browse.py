@@ -57,7 +57,7 @@ def _text(conn, locations: Locations, row) -> tuple[str | None, str | None]:
     """(redacted text, None) or (None, why it is unavailable)."""
     if not locations.contains(Path(row[8])):
         return None, OUTSIDE
-    text = reread(conn, row)
+    text = reread(conn, row, locations)
     if text is None:
         return None, UNAVAILABLE
     return redact(text), None

@@ -141,7 +141,7 @@ def forget_entry(conn: db.Connection, locations: Locations, entry_id: str,
     row = _find_entry(conn, entry_id, session_id)
     from .query import reread  # the one place that rereads and checks a line
 
-    text = reread(conn, row)
+    text = reread(conn, row, locations)
     record = {"action": "forget", "session_id": row[2], "entry_id": entry_id, "at": _now()}
     if text is not None:
         record["text_fingerprint"] = text_fingerprint(

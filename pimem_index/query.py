@@ -116,14 +116,37 @@ def resolve_scope(conn: db.Connection, scope: str | None, *, cwd: str | None = N
             f"scope {scope!r} is wider than allowed here: the widest is {max_scope!r} (e.g. scope={max_scope})"
         )
     if scope == "session":
-        sid = session_id or _session_of(conn, journal_path)
+        current = _session_of(conn, journal_path)
+        sid = session_id or current
         if not sid:
             raise UserError("scope 'session' needs a session id or a journal (e.g. --session 0b6e6f2c-...)")
+        if session_id and session_id != current and max_scope != "global":
+            _check_session_within(conn, session_id, current, cwd, max_scope, home)
         return Scope("session", session_id=sid)
     if scope == "project":
         root, exact = project_root(conn, cwd or os.getcwd(), home)
         return Scope("project", root=root, exact=exact)
     return Scope("global")
+
+
+def _check_session_within(conn: db.Connection, session_id: str, current: str | None,
+                          cwd: str | None, max_scope: str, home: str | None) -> None:
+    """Under a cap, naming another session must not reach past the caller's own project."""
+    if max_scope == "session":
+        raise UserError(f"session {session_id} is not the current session, and the widest scope "
+                        "here is 'session' (e.g. omit the session id)")
+    if not cwd:
+        raise UserError("naming a session needs the current folder to check it belongs to this project "
+                        "(e.g. cwd=/home/u/Apps/prjct)")
+    root, exact = project_root(conn, cwd, home)
+    where, params = Scope("project", root=root, exact=exact).predicate()
+    where = where.replace("e.file_id IN", "id IN", 1)
+    inside = conn.execute(
+        f"SELECT 1 FROM files WHERE session_id = ? AND {where} LIMIT 1", [session_id, *params]
+    ).fetchone()
+    if not inside:
+        raise UserError(f"session {session_id} is not in this project ({root}), and the widest scope "
+                        f"here is {max_scope!r} (e.g. scope=project)")
 
 
 def _session_of(conn: db.Connection, journal_path: str | None) -> str | None:
@@ -239,7 +262,7 @@ def search(conn: db.Connection, locations: Locations, query: str | None = None, 
             [*params, limit],
         ).fetchall()
         reply["match"] = "recent"
-        reply["results"] = [_hit(conn, r, None, []) for r in rows]
+        reply["results"] = [_hit(conn, locations, r, None, []) for r in rows]
     else:
         match = "all"
         rows = _ranked(conn, fts_expression(terms, "AND"), where, params)
@@ -251,7 +274,7 @@ def search(conn: db.Connection, locations: Locations, query: str | None = None, 
         reply["match"] = match
         if match == "any":
             reply["hint"] = "no entry has every term; showing entries with any of them"
-        reply["results"] = [_hit(conn, r, score, terms) for score, r in scored[:limit]]
+        reply["results"] = [_hit(conn, locations, r, score, terms) for score, r in scored[:limit]]
     reply["indexing"] = indexing_state(conn, locations)
     return reply
 
@@ -300,9 +323,9 @@ def entry_json(row) -> dict:
     return data
 
 
-def _hit(conn, row, score: float | None, terms: list[str]) -> dict:
+def _hit(conn, locations: Locations, row, score: float | None, terms: list[str]) -> dict:
     hit = entry_json(row)
-    text = reread(conn, row)
+    text = reread(conn, row, locations)
     if text is None:
         hit["excerpt"] = UNAVAILABLE
         hit["stale"] = True
@@ -312,13 +335,16 @@ def _hit(conn, row, score: float | None, terms: list[str]) -> dict:
     return hit
 
 
-def reread(conn, row) -> str | None:
+def reread(conn, row, locations: Locations) -> str | None:
     """The entry's unredacted text from its journal line, or None when the line is not the entry.
 
-    The line must carry the requested id and the stored fingerprint; otherwise the journal is
-    queued for reindexing and the text is unavailable, never another entry's.
+    Nothing outside the journal folders is ever opened. The line must carry the requested id
+    and the stored fingerprint; otherwise the journal is queued for reindexing and the text
+    is unavailable, never another entry's.
     """
     entry_id, path, offset, length, fp, line_no, file_id = row[1], row[8], row[9], row[10], row[11], row[12], row[13]
+    if not locations.contains(Path(path)):
+        return None
     try:
         with open(path, "rb") as fh:
             fh.seek(offset)
@@ -411,7 +437,11 @@ def read(conn: db.Connection, locations: Locations, entry_id: str, *, session_id
     if not os.path.exists(row[8]):
         return {"action": "read", "status": "unavailable", **sc.as_json(),
                 "reason": f"the journal {row[8]} no longer exists"}
-    text = reread(conn, row)
+    if not locations.contains(Path(row[8])):
+        return {"action": "read", "status": "unavailable", **sc.as_json(),
+                "reason": f"the journal {row[8]} is outside the journal folders "
+                          f"({', '.join(str(d) for d in locations.sessions_dirs)})"}
+    text = reread(conn, row, locations)
     if text is None:
         return {"action": "read", "status": "unavailable", **sc.as_json(),
                 "reason": "the journal line changed since it was indexed; the journal is queued for reindexing"}

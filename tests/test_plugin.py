@@ -247,8 +247,19 @@ async def test_agent_max_scope_session_is_configurable(locations, world, token):
     default = await datasette.client.get(api_path("search", world, cwd=""), **bearer(token))
     assert default.status_code == 400  # session scope needs a session: never silently widened
     session = await datasette.client.get(
-        api_path("search", world, scope="session", session_id=world["a"].session_id), **bearer(token))
+        api_path("search", world, scope="session", journal=str(world["a"].path)), **bearer(token))
     assert session.status_code == 200 and session.json()["results"]
+    named = await datasette.client.get(
+        api_path("search", world, scope="session", session_id=world["a"].session_id,
+                 journal=str(world["a"].path)), **bearer(token))
+    assert named.status_code == 200 and named.json()["results"]
+    unverifiable = await datasette.client.get(
+        api_path("search", world, scope="session", session_id=world["a"].session_id), **bearer(token))
+    assert unverifiable.status_code == 400 and "heron" not in unverifiable.text
+    other = await datasette.client.get(
+        api_path("search", world, scope="session", session_id=world["b"].session_id,
+                 journal=str(world["a"].path)), **bearer(token))
+    assert other.status_code == 400 and "not the current session" in other.json()["error"]
     await datasette.invoke_shutdown()
 
 
@@ -655,3 +666,14 @@ async def test_serve_configuration_facets_search_and_queries(served_like_pimem_s
     assert "Pi memory" in home.text
     described = await ds.client.get("/history/entries", actor=ROOT)
     assert "Byte offset of the line in the journal" in described.text
+
+
+@pytest.mark.asyncio
+async def test_agent_cannot_name_another_projects_session(ds, world, token):
+    own = await ds.client.get(
+        api_path("search", world, q="heron", scope="session", session_id=world["a"].session_id), **bearer(token))
+    assert own.status_code == 200 and own.json()["results"]
+    other = await ds.client.get(
+        api_path("search", world, q="", scope="session", session_id=world["b"].session_id), **bearer(token))
+    assert other.status_code == 400 and "not in this project" in other.json()["error"]
+    assert world["b"].session_id not in json.dumps(other.json().get("results", []))

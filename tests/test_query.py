@@ -406,3 +406,41 @@ def test_incomplete_index_says_so(conn, locations, new_journal):
     reply = query.search(conn, locations, "heron", scope="global")
     assert reply["indexing"]["complete"] is True and "note" not in reply["indexing"]
     assert reply["indexing"]["journals_indexed"] == reply["indexing"]["journals_total"] == 2
+
+
+def test_capped_caller_cannot_reach_another_projects_session_by_id(conn, locations, home, projects):
+    other = projects["Apps/fluenty"][0]
+    own = projects["Apps/prjct/prjct-be"][0]
+    cwd = str(home / "Apps/prjct/prjct-be")
+    with pytest.raises(UserError, match="not in this project"):
+        query.search(conn, locations, "deploy", scope="session", session_id=other.session_id,
+                     cwd=cwd, max_scope="project")
+    allowed = query.search(conn, locations, "deploy", scope="session", session_id=own.session_id,
+                           cwd=cwd, max_scope="project")
+    assert ids(allowed) == [projects["Apps/prjct/prjct-be"][1]]
+    anywhere = query.search(conn, locations, "deploy", scope="session", session_id=other.session_id, cwd=cwd)
+    assert ids(anywhere) == [projects["Apps/fluenty"][1]]
+
+
+def test_session_cap_allows_only_the_current_session(conn, locations, home, projects):
+    own = projects["Apps/prjct"][0]
+    other = projects["Apps/prjct/prjct-be"][0]
+    current = query.search(conn, locations, "deploy", scope="session", journal_path=str(own.path),
+                           max_scope="session")
+    assert ids(current) == [projects["Apps/prjct"][1]]
+    with pytest.raises(UserError, match="not the current session"):
+        query.search(conn, locations, "deploy", scope="session", session_id=other.session_id,
+                     journal_path=str(own.path), max_scope="session")
+
+
+def test_nothing_outside_the_journal_folders_is_read(conn, locations, new_journal, tmp_path, home):
+    j = new_journal()
+    e = j.user("inside the folders: wombat")
+    index_all(conn, locations)
+    outside = tmp_path / "outside.jsonl"
+    outside.write_bytes(j.path.read_bytes())
+    conn.execute("UPDATE files SET path = ?", (str(outside),))
+    page = query.read(conn, locations, e, cwd=str(home / "Apps/prjct"))
+    assert page["status"] == "unavailable" and "outside the journal folders" in page["reason"]
+    hit = query.search(conn, locations, "wombat", scope="global")["results"][0]
+    assert hit["excerpt"] == query.UNAVAILABLE and "wombat" not in hit["excerpt"]
