@@ -101,6 +101,14 @@ def get_extractor() -> tuple[str, object]:
     return "pimem_index.journal.parse_line", extract
 
 
+def get_redactor():
+    try:
+        from pimem_index.redact import redact  # type: ignore
+    except ImportError:
+        return None
+    return redact
+
+
 def journals(corpus: Path) -> list[Path]:
     return sorted(p for p in corpus.rglob("*.jsonl") if p.is_file())
 
@@ -109,10 +117,13 @@ def journals(corpus: Path) -> list[Path]:
 
 
 def measure(corpus: str | os.PathLike, db_path: str | None = None, optimize: bool = True,
-            tokenize: str | None = None, keep: bool = False, config: dict | None = None) -> dict:
+            tokenize: str | None = None, keep: bool = False, config: dict | None = None,
+            time_redaction: bool = True) -> dict:
     corpus = Path(corpus)
     files = journals(corpus)
     name, extract = get_extractor()
+    redact = get_redactor() if time_redaction else None
+    redact_s = 0.0  # timed apart, for the report: the floor itself inserts unredacted text
     tmpdir = None
     if db_path is None:
         tmpdir = tempfile.mkdtemp(prefix="pimem-floor-", dir=os.environ.get("PIMEM_BENCH_TMP"))
@@ -166,6 +177,7 @@ def measure(corpus: str | os.PathLike, db_path: str | None = None, optimize: boo
             data = fh.read()
         journal_bytes += len(data)
         lineno = 0
+        rows_before = len(batch)
         for line in data.split(b"\n"):
             lineno += 1
             if not line:
@@ -177,8 +189,14 @@ def measure(corpus: str | os.PathLike, db_path: str | None = None, optimize: boo
             entries += 1
             batch.append((rowid, text))
             batch_chars += len(text)
+        new_rows = len(batch) - rows_before
         del data
         extract_s += time.perf_counter() - t
+        if redact is not None:
+            t = time.perf_counter()
+            for i in range(len(batch) - new_rows, len(batch)):
+                redact(batch[i][1])
+            redact_s += time.perf_counter() - t
         if batch_chars >= BATCH_CHARS:
             text_chars += batch_chars
             text_bytes += sum(len(x.encode()) for _, x in batch)
@@ -222,6 +240,9 @@ def measure(corpus: str | os.PathLike, db_path: str | None = None, optimize: boo
         "text_share": round(text_bytes / journal_bytes, 4) if journal_bytes else None,
         "extract_seconds": round(extract_s, 3),
         "extract_mb_per_s": round(jmb / extract_s, 2) if extract_s else None,
+        "redact_seconds": round(redact_s, 3) if redact is not None else None,
+        "redact_mb_per_s": round(jmb / redact_s, 2) if redact is not None and redact_s else None,
+        "parse_redact_mb_per_s": round(jmb / (extract_s + redact_s), 2) if redact is not None else None,
         "insert_seconds": round(insert_s, 3),
         "floor_mb_per_s": round(jmb / insert_s, 2) if insert_s else None,
         "text_mb_per_s": round(text_bytes / MB / insert_s, 2) if insert_s else None,
@@ -287,6 +308,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['journals']} journals, {r['journal_bytes'] / MB:.1f} MB; {r['entries']} entries; "
               f"text {r['text_bytes'] / MB:.1f} MB ({r['text_share']:.0%} of journal bytes) via {r['extractor']}")
         print(f"extract: {r['extract_seconds']:.2f} s = {r['extract_mb_per_s']} MB/s of journal")
+        if r["redact_seconds"] is not None:
+            print(f"redact (pimem_index.redact, timed apart): {r['redact_seconds']:.2f} s = {r['redact_mb_per_s']} MB/s of journal; "
+                  f"read+parse+redact {r['parse_redact_mb_per_s']} MB/s")
         print(f"FTS5 inserts: {r['insert_seconds']:.2f} s = {r['floor_mb_per_s']} MB/s of journal "
               f"({r['text_mb_per_s']} MB/s of text; {r['floor_mb_per_cpu_s']} MB per CPU-second)  <- the floor")
         if r["optimize_seconds"] is not None:
