@@ -183,13 +183,25 @@ _STRONG_KEY_PREFIXES = (
     b"storage", b"write", b"rest", b"live", b"prod", b"primary", b"secondary",
 )
 
-_EXPR_RE = re.compile(
-    rb"""(?x)
-    [A-Za-z_][A-Za-z0-9_]*(?:(?:\.|->|::)[A-Za-z_][A-Za-z0-9_]*)+[;,]?  # a.b.c
-  | [^(\[]{0,4096}[(\[].*            # calls, indexing, tuples
-    """,
-    re.S,
+_CALL_RE = re.compile(rb"[^(\[]{0,4096}[(\[].*", re.S)  # calls, indexing, tuples
+_DOTTED_RE = re.compile(rb"([A-Za-z_$][A-Za-z0-9_]*)(?:(?:\.|->|::)[A-Za-z_][A-Za-z0-9_]*)+[;,]?")
+_CODE_ROOTS = frozenset(
+    b"""self this cls os sys process env environ config conf cfg settings args opts options request req
+    ctx context app params vars secrets credentials creds data user session window document import
+    st props state form""".split()
 )
+
+
+def _is_expression(value: bytes) -> bool:
+    """``args.password``, ``os.environ["X"]``, ``get_token()``: code, not a value."""
+    if _CALL_RE.fullmatch(value):
+        return True
+    m = _DOTTED_RE.fullmatch(value)
+    if m is None:
+        return False
+    # a.b.c without digits, or rooted at a well-known object; a random
+    # secret with a dot (``Xk3.p9Q``) has digits and no such root
+    return m.group(1).lower() in _CODE_ROOTS or not any(c in b"0123456789" for c in value)
 _TOKENISH_RE = re.compile(rb"[A-Za-z0-9+/=_.~-]{16,}")
 _DIGITS_RE = re.compile(rb"[0-9]+")
 _TYPE_WORDS_RE = re.compile(rb"(?:str|string|bytes|int|bool|secretstr|optional|any)\b.*")
@@ -285,6 +297,8 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
             b[kw_start : kw_start + 1].isupper() and b[kw_start - 1 : kw_start].islower()
         ):
             return None
+    if prefix.rstrip(b"_.-").endswith(b"from"):
+        return None  # from_secret: name (Drone), a reference to a secret
     strong = True
     if family == "key":
         stripped = prefix.rstrip(b"_.-")
@@ -318,7 +332,7 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
     if value.startswith(b"-----BEGIN"):
         return None  # the private_key rule masks it and keeps its label
     if quoted is None:
-        if _EXPR_RE.fullmatch(value):
+        if _is_expression(value):
             return None
         vl = value.lower().replace(b"-", b"_")
         if vl.endswith(kw.replace(b"-", b"_")):
@@ -418,7 +432,7 @@ def _near_telegram(m: re.Match, g: str, b: bytes, bl: bytes) -> bool:
 # ---------------------------------------------------------------------------
 
 _DISCORD_TOKEN_RE = re.compile(
-    rb"[MNO](?<![A-Za-z0-9_-][MNO])[A-Za-z0-9_-]{23,27}\.(?P<s>[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40})(?![A-Za-z0-9_-])"
+    rb"[MNO](?:(?<![A-Za-z0-9_-][MNO])|(?<=\\[nrtbf][MNO]))[A-Za-z0-9_-]{23,27}\.(?P<s>[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40})(?![A-Za-z0-9_-])"
 )
 
 
@@ -460,9 +474,17 @@ def _all(*checks: Check) -> Check:
     return check
 
 
+_FLAG_COMPOUNDS = (b"api", b"auth", b"access", b"client", b"secret", b"db", b"admin", b"root", b"user", b"bot")
+
+
 def _flag_lb(*words: bytes) -> bytes:
-    """Lookbehind: the keyword just matched follows a dash (``--password``)."""
-    return rb"(?:" + rb"|".join(rb"(?<=-" + re.escape(w) + rb")" for w in words) + rb")"
+    """Lookbehind: the keyword just matched ends a command-line flag
+    (``--password``, ``--db-password``, ``--api_key``, ``--apitoken``)."""
+    alts = []
+    for w in words:
+        alts.append(rb"(?<=[-_]" + re.escape(w) + rb")")
+        alts.extend(rb"(?<=-" + c + re.escape(w) + rb")" for c in _FLAG_COMPOUNDS)
+    return rb"(?:" + rb"|".join(alts) + rb")"
 
 
 def _kw(family: str, scan: bytes, pattern: bytes, flag_words: tuple[bytes, ...], back: int = 0) -> Rule:
@@ -479,19 +501,24 @@ def _kw(family: str, scan: bytes, pattern: bytes, flag_words: tuple[bytes, ...],
     )
 
 
-_MYSQL_TAIL = (
-    rb"(?:[^\n]){0,300}?[ \t](?P<f>-p)(?:(?P<s>[^\s\"'-][^\s\"']{0,255})|[\"'](?P<s2>[^\s\"']{1,256})[\"']"
-    rb"|[ \t]+(?P<s3>[^\s\"'<>|;&-][^\s\"'<>|;&]{0,255}))"
+_MYSQL_P_RE = re.compile(
+    rb"[ \t]-p(?:(?P<s>[^\s\"'\\;|&<>-][^\s\"'\\;|&<>]{0,255})|[\"'](?P<s2>[^\"'\n\\]{1,256})[\"']"
+    rb"|[ \t]+(?P<s3>[^\s\"'\\;|&<>-][^\s\"'\\;|&<>]{0,255}))"
 )
+_COMMAND_END_RE = re.compile(rb"\n|\\n|[;|]|&&|mysql|mariadb")
 
 
-def _mysql_check(m: re.Match, g: str, b: bytes, bl: bytes) -> bool:
-    f = m.start(g + "f")
-    if b[f + 1] != 0x70:  # -P is the port
-        return False
-    if bl.find(b"mysql", m.start() + 1, f) >= 0 or bl.find(b"mariadb", m.start() + 1, f) >= 0:
-        return False  # a later command on the line is matched on its own
-    return _group_not_placeholder("s", "s2", "s3")(m, g, b, bl)
+def _mysql(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Iterator[Span]:
+    """``-pPASS``, ``-p'PASS'`` and ``-p PASS`` up to the end of the command
+    (case-sensitive: ``-P`` is the port)."""
+    start = m.end()
+    stop = _COMMAND_END_RE.search(bl, start, start + 2000)
+    end = stop.start() if stop is not None else min(len(b), start + 2000)
+    for p in _MYSQL_P_RE.finditer(b, start, end):
+        for name in ("s", "s2", "s3"):
+            s, e = p.span(name)
+            if e > s and not _is_placeholder(b[s:e]):
+                yield s, e
 
 
 RULES: list[Rule] = [
@@ -500,7 +527,7 @@ RULES: list[Rule] = [
         "sshpass", "sshpass -p PASS",
         b"p",
         rb"ass(?<=sshpass)[ \t]+(?:-[a-oq-z](?:[ \t]*[^\s-][^\s]{0,255})?[ \t]+){0,4}(?P<f>-p)[ \t]*"
-        rb"(?:[\"'](?P<s>[^\"'\n]{1,256})[\"']|(?P<s2>[^\s\"']{1,256}))",
+        rb"(?:[\"'](?P<s>[^\"'\n\\]{1,256})[\"']|(?P<s2>[^\s\"'\\]{1,256}))",
         fold=True, check=_all(_orig_at(1, b"p", "f"), _group_not_placeholder("s", "s2")),
     ),
     _kw("password", b"p", rb"ass(?:word|wd|phrase)?s?[0-9]*(?P<k>)",
@@ -509,7 +536,7 @@ RULES: list[Rule] = [
     # --- "k": token, key, cookie; sk-, sk-ant-, sk_live_, SK..., key-, dckr_ -
     Rule(
         "azure_storage_key", "Azure storage AccountKey= and SharedAccessKey= values",
-        b"k", rb"ey(?:(?<=accountkey)|(?<=sharedaccesskey))[ \t]*=[ \t]*(?P<s>[a-z0-9+/]{20,256}={0,2})",
+        b"k", rb"ey(?:(?<=accountkey)|(?<=sharedaccesskey))(?:[ \t]*=[ \t]*|%3d)(?P<s>(?:[a-z0-9+/]|%2[bf]){20,256}(?:=|%3d){0,2})",
         fold=True,
     ),
     Rule(
@@ -538,7 +565,7 @@ RULES: list[Rule] = [
     ),
     Rule(
         "stripe_key", "Stripe secret and restricted keys sk_live_, sk_test_, rk_live_, rk_test_",
-        b"k", rb"_(?<=[rs]k_)(?<![a-z0-9][rs]k_)(?:live|test)_(?P<s>[a-z0-9]{10,256})",
+        b"k", rb"_(?<=[rs]k_)(?:(?<![a-z0-9][rs]k_)|(?<=\\[nrtbf][rs]k_))(?:live|test)_(?P<s>[a-z0-9]{10,256})",
         fold=True, check=_body_mixed,
     ),
     Rule(
@@ -558,7 +585,7 @@ RULES: list[Rule] = [
         "curl_user", "curl -u user:pass and --user user:pass",
         b"c",
         rb"url(?:(?!curl)(?:[^\n\\]|\\(?s:.))){0,2000}?[ \t](?:-u|--user)(?:[ \t]+|=)?[\"']?"
-        rb"(?P<u>[^\s:\"'$]{1,256}):(?P<s>[^\s\"']{1,256})",
+        rb"(?P<u>[^\s:\"'$\\]{1,256}):(?P<s>[^\s\"'\\]{1,256})",
         fold=True, check=_group_not_placeholder("s"),
     ),
     Rule(
@@ -636,8 +663,7 @@ RULES: list[Rule] = [
     ),
     Rule(
         "mysql_password", "mysql -pPASS and -p PASS (mysql, mysqldump, mysqladmin, mariadb...)",
-        b"y", rb"sql(?<=mysql)" + _MYSQL_TAIL,
-        fold=True, check=_mysql_check,
+        b"y", rb"sql(?<=mysql)(?:dump|admin|import|sh|check)?", fold=True, handler=_mysql,
     ),
     # --- "b": Bearer, -----BEGIN ... PRIVATE KEY-----, mariadb -p -------------
     Rule(
@@ -653,7 +679,7 @@ RULES: list[Rule] = [
         b"b", rb"egin(?<=-----begin)[a-z0-9 ]{0,40}private key(?: block)?-----",
         fold=True, handler=_pem,
     ),
-    Rule("mysql_password", "", b"b", rb"(?<=mariadb)" + _MYSQL_TAIL, fold=True, check=_mysql_check),
+    Rule("mysql_password", "", b"b", rb"(?<=mariadb)(?:-dump|-admin)?", fold=True, handler=_mysql),
     # --- "g": SendGrid SG., Azure SAS sig= ----------------------------------
     Rule(
         "sendgrid_key", "SendGrid API keys SG.xxx.yyy",
@@ -684,7 +710,8 @@ RULES: list[Rule] = [
         "aws_secret_key", "AWS secret access keys: 40 base64 characters within 300 bytes after an access key id "
         "(aws_secret_access_key=... is masked by secret_assignment too)",
         b"A",
-        rb"(?:KIA|SIA)(?<![A-Za-z0-9+/]AKIA)(?<![A-Za-z0-9+/]ASIA)(?P<s>[A-Z0-9]{16})" + _END_ALNUM
+        rb"(?:KIA" + _not_after_word(b"AKIA", rb"A-Za-z0-9+/") + rb"|SIA" + _not_after_word(b"ASIA", rb"A-Za-z0-9+/")
+        + rb")(?P<s>[A-Z0-9]{16})" + _END_ALNUM
         + rb"(?s:.){0,300}?(?<![A-Za-z0-9/+=])(?P<s2>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
     ),
     Rule(
@@ -698,7 +725,7 @@ RULES: list[Rule] = [
     Rule(
         "twilio", "",
         b"A",
-        rb"C(?<![A-Za-z0-9_]AC)(?P<s>[a-f0-9]{32})" + _END_ALNUM
+        rb"C" + _not_after_word(b"AC") + rb"(?P<s>[a-f0-9]{32})" + _END_ALNUM
         + rb"(?:[^\n]{0,100}?(?<![A-Za-z0-9])(?P<s2>[a-f0-9]{32})(?![A-Za-z0-9]))?",
     ),
     Rule(

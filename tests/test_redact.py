@@ -1,46 +1,323 @@
-"""Behaviour of pimem_index.redact: one behaviour per test, each positive
-beside a must-not over the same kind of text.  Token-shaped values are built
-at run time (see tests/redaction_corpus.py) so none is committed."""
+"""Behaviour of pimem_index.redact.
+
+One behaviour per test; each positive sits beside a must-not over the same
+kind of text.  Token-shaped values are built at run time from random
+characters (see tests/redaction_corpus.py), so none is committed.
+"""
 
 from __future__ import annotations
 
+import json
 import random
+import time
 
 import pytest
 
-from pimem_index.redact import KINDS, MASK, redact
+from pimem_index import redact as redact_module
+from pimem_index.redact import KINDS, MASK, RULES, SLICE_CHARS, redact
+
+import redaction_corpus as corpus
 
 R = random.Random(20240601)
-ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+ALNUM = corpus.ALNUM
+B64 = corpus.B64
+HEX = corpus.HEX
+GH = "gh" + "p_"
 
 
 def rand(n: int, alphabet: str = ALNUM) -> str:
     return "".join(R.choice(alphabet) for _ in range(n))
 
 
-GH = "gh" + "p_"
+def pem_block(label: str = "RSA ", lines: int = 6) -> tuple[str, list[str]]:
+    body = [rand(64, B64) for _ in range(lines)]
+    return f"-----BEGIN {label}PRIVATE KEY-----\n" + "\n".join(body) + f"\n-----END {label}PRIVATE KEY-----", body
 
 
-def test_password_assignment_is_masked_but_key_name_stays():
+def unchanged(text: str) -> bool:
+    return redact(text) == text
+
+
+# --- key names beside = or : -----------------------------------------------
+
+
+def test_password_assignment_is_masked_and_key_name_stays():
     assert redact("password=hunter2") == "password=" + MASK
+    assert unchanged("password_field = forms.CharField()")
 
 
 def test_prose_about_passwords_is_untouched():
-    text = "the password is stored in vault"
-    assert redact(text) == text
-
-
-def test_github_token_keeps_prefix():
-    token = GH + rand(36)
-    assert redact(f"token {token} end") == f"token {GH}{MASK} end"
-
-
-def test_github_token_right_after_escaped_newline_in_json():
-    token = GH + rand(36)
-    out = redact('{"text": "see\\n\\n' + token + '"}')
-    assert token not in out and GH + MASK in out
+    assert unchanged("the password is stored in vault")
+    assert redact("the password: hunter2") == "the password: " + MASK
 
 
 def test_empty_password_does_not_swallow_next_line():
-    text = "PASSWORD=\nNEXT=visible"
+    assert unchanged("PASSWORD=\nNEXT=visible")
+    assert redact("PASSWORD=s3cret\nNEXT=visible") == "PASSWORD=" + MASK + "\nNEXT=visible"
+
+
+def test_json_and_escaped_json_values_are_masked():
+    assert redact('{"password": "s3cr3t!"}') == '{"password": "' + MASK + '"}'
+    assert redact('{\\"api_key\\": \\"abc123def\\"}') == '{\\"api_key\\": \\"' + MASK + '\\"}'
+    assert unchanged('{"password": null, "token": ""}')
+
+
+def test_yaml_toml_ini_xml_values_are_masked():
+    assert redact("db:\n  password: hunter2\n") == "db:\n  password: " + MASK + "\n"
+    assert redact('[db]\npassword = "hunter2"\n') == '[db]\npassword = "' + MASK + '"\n'
+    assert redact("[db]\npassword = two words\n") == "[db]\npassword = " + MASK + "\n"
+    assert redact("<password>hunter2</password>") == "<password>" + MASK + "</password>"
+    assert unchanged("db:\n  password_file: /run/secrets/db\n")
+
+
+def test_env_and_export_lines_are_masked_up_to_the_command():
+    assert redact("export API_KEY=abc123xyz") == "export API_KEY=" + MASK
+    assert redact("PGPASSWORD=s3cret psql -h db") == "PGPASSWORD=" + MASK + " psql -h db"
+    assert unchanged("export API_URL=https://api.example.com")
+
+
+def test_command_line_flag_value_is_masked():
+    assert redact("cli --password hunter2 --verbose") == "cli --password " + MASK + " --verbose"
+    assert redact("cli --api-key abc123 -v") == "cli --api-key " + MASK + " -v"
+    assert unchanged("a password hunter2 would be weak")
+
+
+def test_token_usage_counts_are_untouched():
+    assert unchanged('"usage":{"input":12,"output":3,"totalTokens":2916}')
+    assert unchanged('{"input_tokens": 5, "max_tokens": 4096}\ntoken_count = 5')
+    assert redact('"token": "abc123def456"') == '"token": "' + MASK + '"'
+
+
+def test_metadata_key_names_are_untouched():
+    assert unchanged('secret_name = "prod/db"\nsecretName: prod/db\ntoken_type = "bearer"')
+    assert redact('client_secret = "prod/db"') == 'client_secret = "' + MASK + '"'
+
+
+def test_variable_references_are_untouched():
+    assert unchanged("password: ${DB_PASSWORD}\ntoken=$GITHUB_TOKEN\napi_key: ${{ secrets.KEY }}")
+    assert unchanged('api_key = os.environ["API_KEY"]\npassword = args.password\ntoken = get_token()')
+    assert redact("password: $ecret1") == "password: $ecret1"  # documented: $-values read as references
+
+
+def test_obvious_placeholders_are_untouched():
+    # documented choice: changeme and friends are well-known defaults, not secrets
+    assert unchanged("api_key: <your-api-key>\npassword: xxxxxxxx\nsecret: '***'\nAPI_KEY=YOUR_API_KEY\npassword: changeme")
+    assert redact("password: changeme2024") == "password: " + MASK
+
+
+def test_generic_key_needs_a_secret_looking_value():
+    assert unchanged('sort_key = "name"\n"key": "Enter"\ncache_key = "user:1"')
+    value = rand(32)
+    assert redact(f'encryption_key = "{value}"') == f'encryption_key = "{MASK}"'
+
+
+def test_type_annotations_are_untouched():
+    assert unchanged("def login(user: str, password: str) -> Token:\n    token: Optional[str] = None")
+
+
+def test_already_redacted_text_is_stable():
+    text = f"password=hunter2 {GH}{rand(36)} Authorization: Bearer {rand(40)}"
+    once = redact(text)
+    assert redact(once) == once
+
+
+# --- headers, cookies --------------------------------------------------------
+
+
+def test_authorization_header_keeps_scheme():
+    tok = rand(40)
+    assert redact(f"Authorization: Bearer {tok}") == "Authorization: Bearer " + MASK
+    assert redact(f'-H "authorization: token {tok}"') == '-H "authorization: token ' + MASK + '"'
+    assert unchanged('curl -H "Authorization: Bearer $TOKEN" https://x')
+
+
+def test_cookie_values_are_masked_and_attributes_kept():
+    assert redact("Cookie: sessionid=abc123; csrftoken=def456") == f"Cookie: sessionid={MASK}; csrftoken={MASK}"
+    assert redact("Set-Cookie: session=abc123; Path=/; HttpOnly") == f"Set-Cookie: session={MASK}; Path=/; HttpOnly"
+    assert unchanged("the cookie is set on login")
+
+
+# --- token prefixes ------------------------------------------------------------
+
+
+def test_github_token_keeps_prefix():
+    assert redact(f"token {GH}{rand(36)} end") == f"token {GH}{MASK} end"
+    assert unchanged(f"commit {rand(40, HEX)}")
+
+
+def test_token_right_after_escaped_newline_in_json_is_masked():
+    token = GH + rand(36)
+    out = redact(json.dumps({"text": "see\n\n" + token}))
+    assert token not in out and GH + MASK in out
+    stripe = "sk" + "_live_" + rand(30)
+    assert stripe not in redact(json.dumps({"text": "x\n" + stripe}))
+
+
+def test_assignment_of_a_prefixed_token_keeps_the_prefix():
+    assert redact(f"export GITHUB_TOKEN={GH}{rand(36)}") == f"export GITHUB_TOKEN={GH}{MASK}"
+
+
+def test_openai_key_is_masked_but_words_with_sk_dash_are_not():
+    key = "sk-" + "proj-" + rand(120, corpus.B64U)
+    assert redact(key) == "sk-proj-" + MASK
+    assert unchanged("scikit sk-learn-compatible-estimators-and-more")
+
+
+def test_aws_key_id_and_nearby_secret_are_masked():
+    kid = "AK" + "IA" + rand(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+    secret = rand(40, B64)
+    out = redact(f"{kid},{secret}")
+    assert kid[4:] not in out and secret not in out
+    assert unchanged("AKIA is the prefix of AWS access key ids")
+
+
+def test_jwt_is_masked_after_its_first_three_characters():
+    tok = corpus.g_jwt(R).value
+    assert redact(f"token {tok} end") == f"token eyJ{MASK} end"
+    assert unchanged("eyJ alone is not a token")
+
+
+def test_telegram_token_needs_the_word_telegram():
+    tok = "123456789:AA" + rand(33, corpus.B64U)
+    assert tok[10:] not in redact(f"telegram bot {tok}")
+    assert tok[10:] in redact(f"ratio {tok}")
+
+
+def test_uuids_ids_and_hashes_are_untouched():
+    assert unchanged('"id": "toolu_01' + rand(22) + '", "sessionId": "6f1c2a9e-3b7d-4c1e-9a2b-1c2d3e4f5a6b"')
+    assert unchanged('"integrity": "sha512-' + rand(86, B64) + '=="')
+    assert unchanged("color: #ff00aa; background: #1E90FF")
+
+
+# --- URLs and command lines ------------------------------------------------------
+
+
+def test_url_password_is_masked_user_and_host_kept():
+    assert redact("postgres://app:pa55word@db/app") == f"postgres://app:{MASK}@db/app"
+    assert redact("redis://:pa55word@cache:6379") == f"redis://:{MASK}@cache:6379"
+    assert unchanged("https://user@host.example.com/x and git@github.com:u/r.git")
+
+
+def test_curl_user_password_is_masked():
+    assert redact("curl -u admin:letmein https://x") == f"curl -u admin:{MASK} https://x"
+    assert unchanged("docker run -u 1000:1000 image && git push -u origin main")
+
+
+def test_mysql_p_password_is_masked_but_not_the_port():
+    assert redact("mysql -uroot -pS3cret db") == f"mysql -uroot -p{MASK} db"
+    assert redact("mysql -h h -P 3306 -u r -p S3cret db") == f"mysql -h h -P 3306 -u r -p {MASK} db"
+    assert unchanged("mysql -h db -P 3306 -u root app")
+
+
+def test_sshpass_password_is_masked():
+    assert redact("sshpass -p 'hunter2' ssh host") == f"sshpass -p '{MASK}' ssh host"
+    assert unchanged("ssh -p 2222 host")
+
+
+# --- private keys ----------------------------------------------------------------------
+
+
+def test_pem_private_key_body_is_masked_and_labels_kept():
+    block, body = pem_block("RSA ")
+    out = redact(block)
+    assert out.startswith("-----BEGIN RSA PRIVATE KEY-----" + MASK)
+    assert out.rstrip().endswith("-----END RSA PRIVATE KEY-----")
+    assert not any(line in out for line in body)
+
+
+def test_pem_written_with_escaped_newlines_in_json_is_masked():
+    block, body = pem_block("")
+    out = redact(json.dumps({"private_key": block + "\n"}))
+    assert not any(line in out for line in body)
+    assert "-----BEGIN PRIVATE KEY-----" in out
+
+
+def test_pem_cut_off_before_end_is_masked():
+    block, body = pem_block("OPENSSH ")
+    cut = block[: block.index(body[3]) + 10]
+    out = redact(cut + "\n[output truncated]")
+    assert not any(line[:10] in out for line in body[:4])
+
+
+def test_public_keys_and_certificates_are_untouched():
+    assert unchanged("-----BEGIN PUBLIC KEY-----\n" + rand(64, B64) + "\n-----END PUBLIC KEY-----")
+    assert unchanged("-----BEGIN CERTIFICATE-----\n" + rand(64, B64) + "\n-----END CERTIFICATE-----")
+
+
+# --- text handling ----------------------------------------------------------------------------
+
+
+def test_non_ascii_text_around_secrets_survives():
+    text = "café ☕ password=s3cr3t 日本語 " + GH + rand(36) + " 🚀\n"
+    assert redact(text) == f"café ☕ password={MASK} 日本語 {GH}{MASK} 🚀\n"
+
+
+def test_lone_surrogates_do_not_break_redaction():
+    text = "x\ud800y password=abc"
+    assert redact(text) == "x\ud800y password=" + MASK
+
+
+def test_text_over_a_megabyte_is_redacted_in_slices():
+    filler = "".join(f"line {i} of ordinary output\n" for i in range(120_000))  # ~3 MB
+    tokens = [GH + rand(36) for _ in range(3)]
+    text = tokens[0] + "\n" + filler + tokens[1] + "\n" + filler + tokens[2]
+    assert len(text) > 2 * SLICE_CHARS
+    out = redact(text)
+    assert not any(t in out for t in tokens)
+    assert out.count(GH + MASK) == 3 and len(out) == len(text) - 3 * (36 - len(MASK))
+
+
+def test_pem_block_crossing_a_slice_boundary_is_masked_whole():
+    block, body = pem_block("EC ", lines=40)
+    pad = "x" * 60 + "\n"
+    lead = pad * (SLICE_CHARS // len(pad) - 10)  # the block starts just before the cut
+    out = redact(lead + block + "\n" + pad * 100)
+    assert not any(line in out for line in body)
+
+
+# --- registry, corpus ---------------------------------------------------------------------------
+
+
+def test_every_rule_kind_is_documented():
+    for rule in RULES:
+        assert rule.kind in KINDS and KINDS[rule.kind]
+
+
+def test_every_corpus_kind_is_documented():
+    assert set(corpus.GENERATORS) <= set(KINDS)
+
+
+def test_recall_per_kind_is_at_least_99_percent():
+    table = corpus.recall_table(redact)
+    report = corpus.format_table(table)
+    print("\n" + report)
+    low = {k: v for k, v in table.items() if (v[0] - v[1]) / v[0] < 0.99}
+    details = "\n".join(f"--- {k} in {ctx}\n{t}\n=> {o}" for k, v in low.items() for ctx, t, o in v[3])
+    assert not low, report + "\n" + details
+
+
+@pytest.mark.parametrize("name,text", list(corpus.negatives()), ids=[n for n, _ in corpus.negatives()])
+def test_negative_survives_unchanged(name, text):
     assert redact(text) == text
+
+
+def test_adversarial_input_does_not_backtrack_catastrophically():
+    # A guard, not a benchmark (benchmarks/bench_redact.py measures): each
+    # input takes milliseconds; catastrophic backtracking would take minutes.
+    inputs = {
+        "base64": rand(4096, B64) * 64,
+        "equals": "=" * 262144,
+        "password=": "password=" * 30000,
+        "pem headers": ("-----BEGIN RSA PRIVATE KEY-----" + rand(64, B64)) * 3000,
+        "curl": ("curl " + "x" * 3000 + "\n") * 80,
+        "cookies": ("Cookie: " + "a=a;" * 2000 + "\n") * 30,
+    }
+    for name, text in inputs.items():
+        t0 = time.perf_counter()
+        redact(text)
+        assert time.perf_counter() - t0 < 10, name
+
+
+def test_rules_table_compiles_to_one_regex_per_scan_literal():
+    scans = [(sc.fold, sc.scan) for sc in redact_module._SCANNERS]
+    assert len(scans) == len(set(scans))

@@ -1,0 +1,703 @@
+"""A redaction corpus generated at test time.
+
+Secrets are built from their documented formats with random characters
+(a seeded ``random.Random``), so no token-shaped literal is committed: a
+prefix such as GitHub's is written ``"gh" + "p_"``.  Each kind is placed in
+every context a Pi journal shows: JSON (also escaped inside another JSON
+string, and right after a literal ``\\n``), YAML, TOML, INI, XML, shell,
+Python, JavaScript, an HTTP dump and a URL.
+
+    python tests/redaction_corpus.py      # print recall per kind
+
+``cases()`` yields ``Case`` objects (kind, context, text, secrets that must
+vanish, strings that must stay); ``negatives()`` yields texts that must come
+back unchanged.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import string
+import sys
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+from urllib.parse import quote
+from xml.sax.saxutils import escape as xml_escape
+
+UPPER = string.ascii_uppercase
+LOWER = string.ascii_lowercase
+DIGITS = string.digits
+ALNUM = UPPER + LOWER + DIGITS
+HEX = "0123456789abcdef"
+B64 = ALNUM + "+/"
+B64U = ALNUM + "-_"
+# characters a password may hold in every context without quoting trouble
+PW_CHARS = ALNUM + "!@%^*-_.~+"
+
+
+@dataclass
+class Sample:
+    """One secret: either a bare ``value`` (placed beside a key) or a whole
+    ``snippet`` (a header line, a command, a PEM block...)."""
+
+    kind: str
+    value: str = ""
+    snippet: str = ""
+    key: str = "value"  # the key a bare value is written under
+    secrets: list[str] = field(default_factory=list)  # must vanish
+    keeps: list[str] = field(default_factory=list)  # must stay visible
+    url_safe: bool = True  # usable as a URL query value unencoded
+    needs_key: bool = False  # only recognisable beside its key
+
+
+@dataclass
+class Case:
+    kind: str
+    context: str
+    text: str
+    secrets: list[str]
+    keeps: list[str]
+
+
+def _r(rng: random.Random, n: int, alphabet: str = ALNUM) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def _password(rng: random.Random) -> str:
+    # never starts like a placeholder or a variable reference
+    return rng.choice(UPPER) + _r(rng, rng.randint(9, 20), PW_CHARS) + rng.choice(DIGITS)
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+# ---------------------------------------------------------------------------
+# Secret generators, one per documented format
+# ---------------------------------------------------------------------------
+
+NEUTRAL_KEYS = ["value", "data", "item", "deploy", "setting", "output", "result", "entry"]
+SECRET_KEYS = [
+    "password", "passwd", "pwd", "passphrase", "secret", "client_secret", "token", "access_token",
+    "auth_token", "refresh_token", "api_key", "apikey", "api-key", "access_key", "secret_key",
+    "private_key", "auth", "credentials", "db_password", "mysql_root_password", "x-api-key",
+    "x-auth-token", "secretKey", "apiToken", "clientSecret", "db.password", "session_token",
+    "webhook_secret", "signing_key", "encryption_key",
+]
+
+
+def _bare(kind: str, value: str, prefix: str, rng: random.Random, *, key: str | None = None, url_safe: bool = True) -> Sample:
+    return Sample(
+        kind, value=value, key=key or rng.choice(NEUTRAL_KEYS),
+        secrets=[value[len(prefix):]], keeps=[prefix] if prefix else [], url_safe=url_safe,
+    )
+
+
+def g_github(rng):
+    if rng.random() < 0.75:
+        p = "gh" + rng.choice("pousr") + "_"
+        return _bare("github_token", p + _r(rng, 36), p, rng)
+    p = "github" + "_pat_"
+    return _bare("github_token", p + _r(rng, 22) + "_" + _r(rng, 59), p, rng)
+
+
+def g_openai(rng):
+    p = rng.choice(["sk-", "sk-proj-", "sk-svcacct-"])
+    body = _r(rng, 48) if p == "sk-" else _r(rng, rng.randint(100, 156), B64U)
+    return _bare("openai_key", p + body, p, rng)
+
+
+def g_anthropic(rng):
+    p = "sk-" + "ant-api03-"
+    return _bare("anthropic_key", p + _r(rng, 93, B64U) + "AA", p, rng)
+
+
+def g_slack(rng):
+    if rng.random() < 0.8:
+        p = "xox" + rng.choice("bpars") + "-"
+        v = p + _r(rng, 11, DIGITS) + "-" + _r(rng, 12, DIGITS) + "-" + _r(rng, 24)
+    else:
+        p = "xa" + "pp-"
+        v = p + "1-A" + _r(rng, 10, UPPER + DIGITS) + "-" + _r(rng, 13, DIGITS) + "-" + _r(rng, 64, HEX)
+    return _bare("slack_token", v, p, rng)
+
+
+def g_slack_webhook(rng):
+    p = "https://hooks.slack.com/services/"
+    v = p + "T" + _r(rng, 8, UPPER + DIGITS) + "/B" + _r(rng, 10, UPPER + DIGITS) + "/" + _r(rng, 24)
+    return _bare("slack_webhook", v, p, rng)
+
+
+def g_aws_id(rng):
+    p = rng.choice(["AK" + "IA", "AS" + "IA"])
+    return _bare("aws_access_key_id", p + _r(rng, 16, UPPER + "234567"), p, rng)
+
+
+def g_aws_secret(rng):
+    key_id = "AK" + "IA" + _r(rng, 16, UPPER + "234567")
+    secret = _r(rng, 40, B64)
+    form = rng.randrange(3)
+    if form == 0:
+        return Sample("aws_secret_key", value=secret, key="aws_secret_access_key", secrets=[secret], url_safe=False,
+                      needs_key=True)
+    if form == 1:
+        snippet = "Access key ID,Secret access key\n" + key_id + "," + secret
+    else:
+        snippet = "aws configure set aws_access_key_id " + key_id + "\naws configure set aws_secret_access_key " + secret
+    return Sample("aws_secret_key", snippet=snippet, secrets=[secret, key_id[4:]])
+
+
+def g_google_api(rng):
+    p = "AI" + "za"
+    return _bare("google_api_key", p + _r(rng, 35, B64U), p, rng)
+
+
+def g_google_oauth(rng):
+    p = "ya" + "29."
+    return _bare("google_oauth_token", p + _r(rng, rng.randint(100, 200), B64U), p, rng)
+
+
+def g_npm(rng):
+    p = "np" + "m_"
+    return _bare("npm_token", p + _r(rng, 36), p, rng)
+
+
+def g_pypi(rng):
+    p = "py" + "pi-"
+    return _bare("pypi_token", p + "AgEIcHlwaS5vcmc" + _r(rng, rng.randint(60, 150), B64U), p, rng)
+
+
+def g_hf(rng):
+    p = "h" + "f_"
+    return _bare("huggingface_token", p + _r(rng, 34, UPPER + LOWER), p, rng)
+
+
+def g_gitlab(rng):
+    p = rng.choice(["gl" + "pat-", "gl" + "dt-", "gl" + "rt-"])
+    return _bare("gitlab_token", p + _r(rng, 20, B64U), p, rng)
+
+
+def g_docker(rng):
+    p = "dc" + "kr_pat_"
+    return _bare("dockerhub_token", p + _r(rng, 27, B64U), p, rng)
+
+
+def g_digitalocean(rng):
+    p = rng.choice(["dop", "doo", "dor"]) + "_v1_"
+    return _bare("digitalocean_token", p + _r(rng, 64, HEX), p, rng)
+
+
+def g_stripe(rng):
+    p = rng.choice(["s", "r"]) + "k_" + rng.choice(["live", "test"]) + "_"
+    return _bare("stripe_key", p + _r(rng, rng.randint(24, 99)), p, rng)
+
+
+def g_sendgrid(rng):
+    p = "S" + "G."
+    return _bare("sendgrid_key", p + _r(rng, 22, B64U) + "." + _r(rng, 43, B64U), p, rng)
+
+
+def g_twilio(rng):
+    form = rng.randrange(3)
+    if form < 2:
+        p = "A" + "C" if form == 0 else "S" + "K"
+        return _bare("twilio", p + _r(rng, 32, HEX), p, rng)
+    sid = "A" + "C" + _r(rng, 32, HEX)
+    tok = _r(rng, 32, HEX)
+    snippet = f'client = Client("{sid}", "{tok}")'
+    return Sample("twilio", snippet=snippet, secrets=[sid[2:], tok], keeps=["Client("])
+
+
+def g_mailgun(rng):
+    p = "ke" + "y-"
+    return _bare("mailgun_key", p + _r(rng, 32, HEX), p, rng)
+
+
+def g_discord_bot(rng):
+    uid = str(rng.randint(10**17, 10**18 - 1)).encode()
+    first = base64.b64encode(uid).decode().rstrip("=")
+    rest = _r(rng, 6, B64U) + "." + _r(rng, 38, B64U)
+    return Sample("discord_bot_token", value=first + "." + rest, key="discord_bot", secrets=[rest], keeps=[first],
+                  needs_key=True)
+
+
+def g_discord_webhook(rng):
+    p = "https://discord.com/api/webhooks/" + _r(rng, 18, DIGITS) + "/"
+    return _bare("discord_webhook", p + _r(rng, 68, B64U), p, rng)
+
+
+def g_telegram(rng):
+    bot = _r(rng, rng.randint(8, 10), DIGITS)
+    secret = "AA" + _r(rng, 33, B64U)
+    return Sample("telegram_bot_token", value=bot + ":" + secret, key="telegram_bot", secrets=[secret],
+                  keeps=[bot + ":"], needs_key=True)
+
+
+def g_sentry(rng):
+    key = _r(rng, 32, HEX)
+    v = "https://" + key + "@o" + _r(rng, 6, DIGITS) + ".ingest.sentry.io/" + _r(rng, 7, DIGITS)
+    return Sample("sentry_dsn", value=v, key="dsn", secrets=[key], keeps=["ingest.sentry.io"])
+
+
+def g_jwt(rng):
+    header = json.dumps({"alg": rng.choice(["HS256", "RS256", "ES256"]), "typ": "JWT"}, separators=(",", ":"))
+    payload = json.dumps(
+        {"sub": _r(rng, 12), "name": _r(rng, 8, LOWER), "iat": rng.randint(10**9, 2 * 10**9)}, separators=(",", ":")
+    )
+    v = _b64url(header.encode()) + "." + _b64url(payload.encode()) + "." + _r(rng, 43, B64U)
+    return Sample("jwt", value=v, key=rng.choice(NEUTRAL_KEYS), secrets=[v[3:]], keeps=[v[:3]])
+
+
+def g_azure_storage(rng):
+    key = _r(rng, 86, B64) + "=="
+    v = f"DefaultEndpointsProtocol=https;AccountName={_r(rng, 10, LOWER)};AccountKey={key};EndpointSuffix=core.windows.net"
+    return Sample("azure_storage_key", value=v, key="connection", secrets=[key[:-2]], keeps=["AccountKey="], url_safe=False)
+
+
+def g_azure_sas(rng):
+    sig = quote(_r(rng, 43, B64) + "=", safe="")
+    v = (
+        f"https://{_r(rng, 10, LOWER)}.blob.core.windows.net/data/f.csv?sv=2022-11-02&ss=b&srt=o&sp=r"
+        f"&se=2030-01-01T00:00:00Z&sig={sig}"
+    )
+    return Sample("azure_sas_signature", value=v, key="sas_url", secrets=[sig], keeps=["sig="], url_safe=False)
+
+
+def g_url_userinfo(rng):
+    pw = _r(rng, rng.randint(10, 24), ALNUM + "-_.~")
+    scheme = rng.choice(["https", "http", "ftp", "sftp", "smtp"])
+    v = f"{scheme}://{_r(rng, 6, LOWER)}:{pw}@{_r(rng, 8, LOWER)}.example.com/path"
+    return Sample("url_userinfo", value=v, key="remote", secrets=[pw], keeps=[scheme + "://"])
+
+
+def g_database_url(rng):
+    pw = _r(rng, rng.randint(10, 24), ALNUM + "-_.~")
+    scheme = rng.choice(["postgres", "postgresql", "mysql", "mongodb+srv", "redis", "amqp", "mssql"])
+    user = "" if scheme == "redis" and rng.random() < 0.5 else _r(rng, 6, LOWER)
+    v = f"{scheme}://{user}:{pw}@db-{_r(rng, 4, LOWER)}.internal:5432/app"
+    return Sample("database_url", value=v, key="database_url", secrets=[pw], keeps=[scheme + "://"])
+
+
+def _pem(rng, label: str, lines: int) -> tuple[str, list[str]]:
+    body = [_r(rng, 64, B64) for _ in range(lines)]
+    return "\n".join(body), body
+
+
+def g_private_key(rng):
+    label = rng.choice(["RSA ", "EC ", "DSA ", "OPENSSH ", "", "ENCRYPTED ", "PGP "])
+    nlines = rng.randint(4, 12)
+    body, lines = _pem(rng, label, nlines)
+    block = "BLOCK" if label == "PGP " else ""
+    begin = f"-----BEGIN {label}PRIVATE KEY{' ' + block if block else ''}-----"
+    end = f"-----END {label}PRIVATE KEY{' ' + block if block else ''}-----"
+    if label == "PGP ":
+        body = "Version: GnuPG v2\n\n" + body
+    if label == "RSA " and rng.random() < 0.3:
+        body = "Proc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC," + _r(rng, 32, HEX).upper() + "\n\n" + body
+    truncated = rng.random() < 0.25
+    if truncated:
+        cut = rng.randint(1, nlines - 1)
+        text = begin + "\n" + "\n".join(lines[:cut]) + "\n" + lines[cut][:20]
+        secrets = lines[:cut] + [lines[cut][:20]]
+    else:
+        text = begin + "\n" + body + "\n" + end
+        secrets = lines
+    return Sample("private_key", snippet=text, secrets=secrets, keeps=[begin])
+
+
+def g_gcp_service_account(rng):
+    body, lines = _pem(rng, "", 8)
+    doc = {
+        "type": "service_account",
+        "project_id": _r(rng, 8, LOWER),
+        "private_key_id": _r(rng, 40, HEX),
+        "private_key": "-----BEGIN PRIVATE KEY-----\n" + body + "\n-----END PRIVATE KEY-----\n",
+        "client_email": _r(rng, 6, LOWER) + "@x.iam.gserviceaccount.com",
+    }
+    return Sample("gcp_service_account", snippet=json.dumps(doc, indent=2), secrets=lines, keeps=["-----BEGIN PRIVATE KEY-----"])
+
+
+def g_authorization(rng):
+    scheme = rng.choice(["Bearer", "Basic", "token", "Bot", "Bearer"])
+    if scheme == "Basic":
+        cred = base64.b64encode(f"{_r(rng, 6, LOWER)}:{_password(rng)}".encode()).decode()
+    elif scheme == "token":
+        cred = _r(rng, 40, HEX)
+    else:
+        cred = _r(rng, rng.randint(30, 60), B64U)
+    name = rng.choice(["Authorization", "authorization", "Proxy-Authorization"])
+    return Sample("authorization_header", snippet=f"{name}: {scheme} {cred}", secrets=[cred], keeps=[f"{name}: {scheme} "])
+
+
+def g_cookie(rng):
+    sid = _r(rng, 32)
+    if rng.random() < 0.5:
+        csrf = _r(rng, 32)
+        return Sample("cookie", snippet=f"Cookie: sessionid={sid}; csrftoken={csrf}", secrets=[sid, csrf], keeps=["sessionid="])
+    return Sample(
+        "cookie", snippet=f"Set-Cookie: session={sid}; Path=/; HttpOnly; Secure; SameSite=Lax",
+        secrets=[sid], keeps=["Set-Cookie: session=", "Path=/"],
+    )
+
+
+def g_curl(rng):
+    pw = _password(rng)
+    user = _r(rng, 6, LOWER)
+    form = rng.choice([f"curl -u {user}:{pw} https://api.example.com/v1/items",
+                       f"curl -s -X POST --user {user}:{pw} https://api.example.com/v1/items -d @body.json",
+                       f"curl -fsSL -u '{user}:{pw}' https://api.example.com/v1/items"])
+    return Sample("curl_user", snippet=form, secrets=[pw], keeps=[user + ":"])
+
+
+def g_mysql(rng):
+    pw = _password(rng)
+    form = rng.choice([f"mysql -u root -p{pw} -h db.internal app",
+                       f"mysqldump -uroot -p'{pw}' app > dump.sql",
+                       f"mysql -h 127.0.0.1 -P 3306 -u app -p {pw} app",
+                       f"mariadb -u root -p{pw} app"])
+    return Sample("mysql_password", snippet=form, secrets=[pw], keeps=["-p"])
+
+
+def g_sshpass(rng):
+    pw = _password(rng)
+    form = rng.choice([f"sshpass -p '{pw}' ssh deploy@10.0.0.5", f"sshpass -p {pw} scp build.tgz deploy@host:/srv/"])
+    return Sample("sshpass", snippet=form, secrets=[pw], keeps=["sshpass -p"])
+
+
+def g_pgpassword(rng):
+    pw = _password(rng)
+    return Sample("pgpassword", snippet=f"PGPASSWORD={pw} psql -h db.internal -U app app", secrets=[pw], keeps=["PGPASSWORD=", "psql"])
+
+
+def g_env_export(rng):
+    name = rng.choice(["API_KEY", "SECRET_KEY", "DB_PASSWORD", "AUTH_TOKEN", "STRIPE_SECRET", "OPENAI_API_KEY",
+                       "AWS_SECRET_ACCESS_KEY", "JWT_SECRET", "SESSION_SECRET", "GH_TOKEN", "SMTP_PASSWORD"])
+    pw = _r(rng, rng.randint(16, 40), ALNUM + "_-")
+    line = rng.choice([f"export {name}={pw}", f"{name}={pw}", f'export {name}="{pw}"', f"{name}='{pw}'"])
+    return Sample("env_export", snippet=line, secrets=[pw], keeps=[name + "="])
+
+
+def g_assignment(rng):
+    return Sample("secret_assignment", value=_password(rng), key=rng.choice(SECRET_KEYS), url_safe=False, needs_key=True)
+
+
+GENERATORS: dict[str, Callable[[random.Random], Sample]] = {
+    "secret_assignment": g_assignment,
+    "authorization_header": g_authorization,
+    "github_token": g_github,
+    "openai_key": g_openai,
+    "anthropic_key": g_anthropic,
+    "slack_token": g_slack,
+    "slack_webhook": g_slack_webhook,
+    "aws_access_key_id": g_aws_id,
+    "aws_secret_key": g_aws_secret,
+    "google_api_key": g_google_api,
+    "google_oauth_token": g_google_oauth,
+    "npm_token": g_npm,
+    "pypi_token": g_pypi,
+    "huggingface_token": g_hf,
+    "gitlab_token": g_gitlab,
+    "dockerhub_token": g_docker,
+    "digitalocean_token": g_digitalocean,
+    "stripe_key": g_stripe,
+    "sendgrid_key": g_sendgrid,
+    "twilio": g_twilio,
+    "mailgun_key": g_mailgun,
+    "discord_bot_token": g_discord_bot,
+    "discord_webhook": g_discord_webhook,
+    "telegram_bot_token": g_telegram,
+    "sentry_dsn": g_sentry,
+    "jwt": g_jwt,
+    "private_key": g_private_key,
+    "gcp_service_account": g_gcp_service_account,
+    "azure_storage_key": g_azure_storage,
+    "azure_sas_signature": g_azure_sas,
+    "url_userinfo": g_url_userinfo,
+    "database_url": g_database_url,
+    "curl_user": g_curl,
+    "mysql_password": g_mysql,
+    "sshpass": g_sshpass,
+    "pgpassword": g_pgpassword,
+    "env_export": g_env_export,
+    "cookie": g_cookie,
+}
+
+
+def _fill_assignment_secret(s: Sample) -> Sample:
+    if s.kind == "secret_assignment" and not s.secrets:
+        s.secrets = [s.value]
+    return s
+
+
+# ---------------------------------------------------------------------------
+# Contexts
+# ---------------------------------------------------------------------------
+
+
+def _ident(key: str) -> str:
+    return key.replace("-", "_").replace(".", "_")
+
+
+def _env(key: str) -> str:
+    return _ident(key).upper()
+
+
+def _camel(key: str) -> str:
+    parts = _ident(key).split("_")
+    return parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:])
+
+
+def _header(key: str) -> str:
+    name = "-".join(p[:1].upper() + p[1:] for p in key.replace("_", "-").replace(".", "-").split("-"))
+    return name if name.lower().startswith("x-") else "X-" + name
+
+
+def _pair_line(s: Sample) -> str:
+    return f"{s.key}={s.value}"
+
+
+def c_json(s: Sample, rng) -> str:
+    if s.snippet:
+        return json.dumps({"type": "toolResult", "content": [{"type": "text", "text": s.snippet}]})
+    return json.dumps({"config": {s.key: s.value, "retries": 3}}, indent=rng.choice([None, 2]))
+
+
+def c_json_escaped(s: Sample, rng) -> str:
+    inner = c_json(s, rng)
+    return json.dumps({"role": "toolResult", "content": [{"type": "text", "text": "cat config.json\n" + inner}]})
+
+
+def c_json_after_newline(s: Sample, rng) -> str:
+    # the secret starts right after a literal backslash-n inside a JSON string
+    body = s.snippet or (f"{s.key}: {s.value}" if s.needs_key else s.value)
+    return json.dumps({"type": "text", "text": "Here it is:\n\n" + body + "\n\nDone."})
+
+
+def c_yaml(s: Sample, rng) -> str:
+    if s.snippet:
+        if "\n" in s.snippet:
+            return "steps:\n  - name: setup\n    run: |\n" + "\n".join("      " + l for l in s.snippet.splitlines()) + "\n"
+        return f"steps:\n  - name: setup\n    run: {s.snippet}\n"
+    q = rng.choice(["", '"', "'"])
+    return f"service:\n  name: api\n  {s.key}: {q}{s.value}{q}\n  replicas: 2\n"
+
+
+def c_toml(s: Sample, rng) -> str:
+    if s.snippet:
+        if "\n" in s.snippet:
+            return f"[job]\nscript = '''\n{s.snippet}\n'''\n"
+        return "[job]\nscript = " + json.dumps(s.snippet) + "\n"
+    key = s.key if all(c.isalnum() or c in "_-" for c in s.key) else json.dumps(s.key)
+    return f'[server]\nhost = "0.0.0.0"\n{key} = "{s.value}"\nport = 8080\n'
+
+
+def c_ini(s: Sample, rng) -> str:
+    if s.snippet:
+        lines = s.snippet.splitlines()
+        return "[task]\ncommand = " + lines[0] + "".join("\n    " + l for l in lines[1:]) + "\nretries = 2\n"
+    return f"[default]\nregion = eu-west-1\n{s.key} = {s.value}\noutput = json\n"
+
+
+def c_xml(s: Sample, rng) -> str:
+    if s.snippet:
+        return f"<job>\n  <script>{xml_escape(s.snippet)}</script>\n</job>\n"
+    return f"<settings>\n  <{s.key}>{xml_escape(s.value)}</{s.key}>\n  <timeout>30</timeout>\n</settings>\n"
+
+
+def c_shell(s: Sample, rng) -> str:
+    if s.snippet:
+        return "$ cd /srv/app\n$ " + s.snippet + "\nok\n"
+    form = rng.randrange(3)
+    if form == 0:
+        return f"export {_env(s.key)}={s.value}\n./run.sh\n"
+    if form == 1:
+        return f"{_env(s.key)}='{s.value}' ./deploy.sh --verbose\n"
+    return f"./cli configure --{s.key.replace('_', '-').replace('.', '-').lower()} {s.value} --region eu\n"
+
+
+def c_python(s: Sample, rng) -> str:
+    if s.snippet:
+        if "\n" in s.snippet:
+            return 'DATA = """\n' + s.snippet + '\n"""\n'
+        return f"subprocess.run({s.snippet!r}, shell=True, check=True)\n"
+    if rng.random() < 0.5:
+        return f'{_ident(s.key).upper()} = "{s.value}"\nclient = Client()\n'
+    return f"client = Client(\n    {_ident(s.key)}={s.value!r},\n    timeout=30,\n)\n"
+
+
+def c_js(s: Sample, rng) -> str:
+    if s.snippet:
+        return "const script = `" + s.snippet.replace("`", "\\`") + "`;\n"
+    if rng.random() < 0.5:
+        return f"const {_camel(s.key)} = '{s.value}';\nexport default {_camel(s.key)};\n"
+    return f"const client = new Client({{\n  {_camel(s.key)}: \"{s.value}\",\n  retries: 3,\n}});\n"
+
+
+def c_http(s: Sample, rng) -> str:
+    head = "POST /v1/items HTTP/1.1\nHost: api.example.com\nContent-Type: application/json\n"
+    if s.snippet:
+        first = s.snippet.split(":", 1)[0]
+        if first in ("Authorization", "authorization", "Proxy-Authorization", "Cookie", "Set-Cookie"):
+            return head + s.snippet + "\nAccept: */*\n\n{}\n"
+        return head + "Accept: */*\n\n" + s.snippet + "\n"
+    return head + f"{_header(s.key)}: {s.value}\nAccept: */*\n\n{{}}\n"
+
+
+def c_url(s: Sample, rng) -> str | None:
+    if s.snippet:
+        return None
+    if s.value.startswith(("http://", "https://", "ftp://", "sftp://", "smtp://")) or "://" in s.value:
+        return f"Open {s.value} in a browser.\n"
+    if not s.url_safe:
+        return f"https://api.example.com/v1/items?page=2&{s.key}={quote(s.value, safe='')}&sort=asc"
+    return f"https://api.example.com/v1/items?page=2&{s.key}={s.value}&sort=asc"
+
+
+CONTEXTS: dict[str, Callable[[Sample, random.Random], str | None]] = {
+    "json": c_json,
+    "json_escaped": c_json_escaped,
+    "json_after_newline": c_json_after_newline,
+    "yaml": c_yaml,
+    "toml": c_toml,
+    "ini": c_ini,
+    "xml": c_xml,
+    "shell": c_shell,
+    "python": c_python,
+    "js": c_js,
+    "http": c_http,
+    "url": c_url,
+}
+
+
+def _forms(secret: str) -> list[str]:
+    """How a secret can appear once its context escaped it."""
+    forms = {secret, json.dumps(secret)[1:-1], json.dumps(json.dumps(secret)[1:-1])[1:-1], xml_escape(secret)}
+    forms.add(quote(secret, safe=""))
+    return [f for f in forms if len(f) >= 4]
+
+
+def cases(seed: int = 1234, per_context: int = 12) -> Iterator[Case]:
+    rng = random.Random(seed)
+    for kind, gen in GENERATORS.items():
+        for context, render in CONTEXTS.items():
+            for _ in range(per_context):
+                sample = _fill_assignment_secret(gen(rng))
+                text = render(sample, rng)
+                if text is None:
+                    continue
+                if context == "url" and not sample.snippet and sample.kind == "secret_assignment":
+                    secrets = [quote(sample.value, safe="")]
+                else:
+                    secrets = sample.secrets
+                yield Case(kind, context, text, secrets, sample.keeps)
+
+
+def leaked(case: Case, out: str) -> list[str]:
+    """The secrets of ``case`` still readable in ``out`` (in any escaped form)."""
+    return [s for s in case.secrets for f in _forms(s) if f in out]
+
+
+def lost_keeps(case: Case, out: str) -> list[str]:
+    return [k for k in case.keeps if not any(f in out for f in {k, json.dumps(k)[1:-1], xml_escape(k), quote(k, safe="")})]
+
+
+# ---------------------------------------------------------------------------
+# Negatives: texts that must come back unchanged
+# ---------------------------------------------------------------------------
+
+
+def negatives(seed: int = 99) -> Iterator[tuple[str, str]]:
+    rng = random.Random(seed)
+    u = uuid.UUID(int=rng.getrandbits(128), version=4)
+    sha = _r(rng, 40, HEX)
+    plain = {
+        "git sha": f"commit {sha}\nMerge: {sha[:7]} {_r(rng, 7, HEX)}\n",
+        "git log oneline": "\n".join(f"{_r(rng, 7, HEX)} fix: {_r(rng, 8, LOWER)}" for _ in range(5)),
+        "uuid": f'"sessionId": "{u}"',
+        "tool ids": f'"id": "toolu_01{_r(rng, 22)}", "call": "call_{_r(rng, 24)}", "msg": "msg_01{_r(rng, 22)}"',
+        "chatcmpl id": f'"id": "chatcmpl-{_r(rng, 29)}"',
+        "entry ids": f'{{"type":"message","id":"{_r(rng, 8, HEX)}","parentId":"{_r(rng, 8, HEX)}"}}',
+        "usage counts": '"usage":{"input":1234,"output":56,"cacheRead":0,"totalTokens":2916}',
+        "input_tokens": '{"input_tokens": 5, "output_tokens": 12, "max_tokens": 4096}',
+        "token_count": "token_count = 5\nmax_new_tokens: 512\n",
+        "password_field": "password_field = forms.CharField(widget=forms.PasswordInput)",
+        "secret_name": 'secret_name = "prod/db"\nsecretName: prod/db\n',
+        "token_type": 'token_type = "bearer"\n"token_type": "Bearer"',
+        "password from variable": "self.password = password\npassword = getpass.getpass()\n",
+        "env lookup": 'api_key = os.environ["API_KEY"]\ntoken = os.getenv("GITHUB_TOKEN")\n',
+        "process.env": "const apiKey = process.env.API_KEY;\n{ password: config.db.password }",
+        "type annotations": "def login(username: str, password: str) -> Token:\n    token: Optional[str] = None\n",
+        "ts types": "interface Creds { password: string; token?: string }",
+        "json null": '{"password": null, "token": "", "secret": false}',
+        "${VAR}": "password: ${DB_PASSWORD}\napi_key: ${{ secrets.API_KEY }}\n",
+        "$VAR": "token=$GITHUB_TOKEN\ncurl -H \"Authorization: Bearer $TOKEN\" https://api.example.com\n",
+        "placeholders": "api_key: <your-api-key>\npassword: xxxxxxxx\nsecret: '********'\nAPI_KEY=YOUR_API_KEY\n",
+        "changeme": "password: changeme\n",
+        "prose": "The password is stored in vault. Set the token in your environment, then rotate the secret.",
+        "prose auth": "The auth flow works; the author fixed OAuth yesterday. Cookies are set on login.",
+        "prose key": "Use an API key: see the docs. The private key is in ~/.ssh/id_rsa.",
+        "bearer prose": "Bearer token authentication is used by the API.",
+        "hex colours": "color: #ff00aa;\nbackground: #1E90FF;\n\"accent\": \"#abcdef\"",
+        "integrity": f'"integrity": "sha512-{_r(rng, 86, B64)}=="',
+        "pwd": "PWD=/home/user/project\nOLDPWD=/tmp\n",
+        "keys not secret": 'sort_key = "name"\nprimary_key = True\n"key": "Enter"\nmonkey: banana\ncache_key = f"user:{uid}"',
+        "flags": "git push -u origin main\nssh -p 2222 host\ndocker run -u 1000:1000 image\nmysql -h db -P 3306 -u root app",
+        "urls without password": "https://github.com/user/repo.git\ngit@github.com:user/repo.git\nhttps://user@host.example.com/x",
+        "words like prefixes": "sk-learn compatible; task-runner; disk-usage; the hf_hub cache; npm_config_cache",
+        "public key": "-----BEGIN PUBLIC KEY-----\n" + "\n".join(_r(rng, 64, B64) for _ in range(4)) + "\n-----END PUBLIC KEY-----",
+        "certificate": "-----BEGIN CERTIFICATE-----\n" + "\n".join(_r(rng, 64, B64) for _ in range(4)) + "\n-----END CERTIFICATE-----",
+        "ssh public key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + _r(rng, 43, B64) + " user@host",
+        "empty password": "PASSWORD=\nNEXT_VAR=visible\n",
+        "empty yaml": "password:\n  from_secret: db\n",
+        "npm output": "added 123 packages, and audited 124 packages in 3s\nfound 0 vulnerabilities",
+        "paths": "/home/user/.config/token-cache/ and ./secrets/README.md and tests/test_auth.py",
+        "python kwargs": "requests.post(url, auth=auth, headers=headers)\nlogin(password=password)",
+        "already redacted": "password=[REDACTED]\nAuthorization: Bearer [REDACTED]\n" + "gh" + "p_[REDACTED]",
+    }
+    for name, text in plain.items():
+        yield name, text
+        yield name + " (json)", json.dumps({"type": "text", "text": text})
+
+
+# ---------------------------------------------------------------------------
+# Recall report
+# ---------------------------------------------------------------------------
+
+
+def recall_table(redact: Callable[[str], str], seed: int = 1234, per_context: int = 12):
+    """{kind: (cases, leaked, lost_keeps, [example failures])}"""
+    table: dict[str, list] = {}
+    for case in cases(seed, per_context):
+        out = redact(case.text)
+        row = table.setdefault(case.kind, [0, 0, 0, []])
+        row[0] += 1
+        if leaked(case, out):
+            row[1] += 1
+            if len(row[3]) < 3:
+                row[3].append((case.context, case.text[:300], out[:300]))
+        elif lost_keeps(case, out):
+            row[2] += 1
+    return table
+
+
+def format_table(table) -> str:
+    lines = [f"{'kind':24s} {'cases':>6s} {'recall':>8s} {'prefix kept':>12s}"]
+    for kind, (n, leak, lost, _) in table.items():
+        lines.append(f"{kind:24s} {n:6d} {100 * (n - leak) / n:7.1f}% {100 * (n - leak - lost) / n:11.1f}%")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+    from pimem_index.redact import redact
+
+    verbose = "-v" in sys.argv
+
+    t = recall_table(redact)
+    print(format_table(t))
+    for kind, (n, leak, lost, examples) in t.items():
+        for ctx, text, out in examples:
+            print(f"\n--- {kind} in {ctx}\n{text}\n=>\n{out}")
