@@ -40,7 +40,7 @@ from pathlib import Path
 import orjson
 
 #: bump when the output for a given seed changes, so benchmarks/run.py regenerates old corpora
-CORPUS_VERSION = 2
+CORPUS_VERSION = 3
 MB = 1024 * 1024
 DAY_MS = 86_400_000
 
@@ -436,7 +436,7 @@ class Session:
                 self.ids.add(i)
                 return i
 
-    def tick(self, lo: int = 200, hi: int = 90_000) -> int:
+    def tick(self, lo: int = 100, hi: int = 20_000) -> int:
         self.ms += self.rng.randint(lo, hi)
         return self.ms
 
@@ -515,6 +515,7 @@ class Session:
         if rng.random() < 0.1:
             ask += "\n\n```\n" + TextPool.window(self.g.pool.code_doc(rng)[1], rng, rng.randint(300, 4000)) + "\n```"
         ask = self.plant("user", ask)
+        self.tick(5_000, 600_000)  # the user takes longer than the agent
         msg_ms = self.ms
         if rng.random() < 0.25:
             content: object = ask
@@ -915,6 +916,8 @@ class Generator:
                 cwds[rng.randrange(n)] = c
         versions = [1 if rng.random() < 0.1 else 3 for _ in range(n)]
         starts = sorted(self.now_ms - int(rng.random() ** 1.3 * 182 * DAY_MS) for _ in range(n))
+        # a session must end before `now`: at most about 12 s of journal time per kB written
+        starts = [min(st, self.now_ms - sizes[i] // 1000 * 12_000 - 3_600_000) for i, st in enumerate(starts)]
         # plants ----------------------------------------------------------------
         blob = self.pool.lower_blob()
         used: set[str] = set()
