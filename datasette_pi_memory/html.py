@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from urllib.parse import urlencode
 
 from markupsafe import Markup, escape
 
+from pimem_index.journal import local_time
 from pimem_index.query import query_terms
 
 
@@ -33,12 +33,7 @@ def highlight(text: str | None, query: str | None) -> Markup:
 
 def when(ts: str | None) -> str:
     """A journal timestamp (UTC ISO) as local YYYY-MM-DD HH:MM."""
-    if not ts:
-        return ""
-    try:
-        return datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone().strftime("%Y-%m-%d %H:%M")
-    except ValueError:
-        return ts
+    return local_time(ts)
 
 
 def qs(**params) -> str:

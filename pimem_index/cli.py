@@ -5,13 +5,12 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from datetime import datetime
 from pathlib import Path
 
 import click
 import orjson
 
-from . import __version__, db, indexer, query, store
+from . import __version__, db, indexer, journal, query, store
 from .errors import UserError
 from .locations import Locations, resolve
 
@@ -343,12 +342,8 @@ def search(locations: Locations, query_text, scope, cwd, session_id, since, unti
         pimem search "login bug"
         pimem search migration --scope global --since 2026-03-01 --kind tool_result
     """
-    conn = open_index(locations)
-    if not no_index:
-        _catch_up(conn, locations, as_json)
-    data = query.search(conn, locations, query_text, scope=scope, cwd=cwd or os.getcwd(),
-                        session_id=session_id, since=since, until=until, kinds=kinds, limit=limit)
-    _show_results(data, query_text, as_json)
+    _run_query(query.search, locations, query_text, scope=scope, cwd=cwd, session_id=session_id,
+               since=since, until=until, kinds=kinds, limit=limit, as_json=as_json, no_index=no_index)
 
 
 @cli.command()
@@ -364,11 +359,16 @@ def summaries(locations: Locations, query_text, scope, cwd, session_id, since, u
         pimem summaries
         pimem summaries "auth refactor" --scope global
     """
+    _run_query(query.summaries, locations, query_text, scope=scope, cwd=cwd, session_id=session_id,
+               since=since, until=until, kinds=kinds, limit=limit, as_json=as_json, no_index=no_index)
+
+
+def _run_query(fn, locations: Locations, query_text, *, cwd, as_json, no_index, **filters) -> None:
+    """Shared by search and summaries: catch up, query, show."""
     conn = open_index(locations)
     if not no_index:
         _catch_up(conn, locations, as_json)
-    data = query.summaries(conn, locations, query_text, scope=scope, cwd=cwd or os.getcwd(),
-                           session_id=session_id, since=since, until=until, kinds=kinds, limit=limit)
+    data = fn(conn, locations, query_text, cwd=cwd or os.getcwd(), **filters)
     _show_results(data, query_text, as_json)
 
 
@@ -414,12 +414,7 @@ def _show_results(data: dict, query_text: str | None, as_json: bool) -> None:
 
 
 def _local_time(ts: str | None) -> str:
-    if not ts:
-        return "(no time)"
-    try:
-        return datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone().strftime("%Y-%m-%d %H:%M")
-    except ValueError:
-        return ts
+    return journal.local_time(ts, empty="(no time)")
 
 
 def _mark(text: str, terms: list[str]) -> str:

@@ -7,6 +7,9 @@ try:  # Datasette and sqlite-utils prefer pysqlite3 when it is installed; match 
 except ImportError:  # pragma: no cover - platforms without the wheel
     import sqlite3  # type: ignore[no-redef]
 
+from contextlib import contextmanager
+from typing import Iterator
+
 from .errors import UserError
 
 MIN_SQLITE = (3, 43, 0)
@@ -45,3 +48,15 @@ def connect(path: str, *, readonly: bool = False) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
     return conn
+
+
+@contextmanager
+def write(conn: Connection) -> Iterator[Connection]:
+    """A write transaction taken at once (BEGIN IMMEDIATE): committed, or rolled back on any error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

@@ -167,8 +167,7 @@ def forget_session(conn: db.Connection, locations: Locations, session_id: str) -
 
 def _delete_rows(conn: db.Connection, select: str, params: list, file_id: int,
                  mark_session: bool = False) -> None:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with db.write(conn):
         rowids = [r[0] for r in conn.execute(select, params)]
         conn.executemany("DELETE FROM entries_fts WHERE rowid = ?", [(r,) for r in rowids])
         conn.executemany("DELETE FROM entries WHERE rowid = ?", [(r,) for r in rowids])
@@ -177,10 +176,6 @@ def _delete_rows(conn: db.Connection, select: str, params: list, file_id: int,
             "forgotten = CASE WHEN ? THEN 1 ELSE forgotten END WHERE id = ?",
             (len(rowids), 1 if mark_session else 0, file_id),
         )
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def unforget(conn: db.Connection, locations: Locations, entry_id: str | None,
@@ -201,16 +196,11 @@ def unforget(conn: db.Connection, locations: Locations, entry_id: str | None,
     record = {"action": "unforget", "session_id": rec["session_id"], "entry_id": rec.get("entry_id"),
               "at": _now()}
     _append(locations, record)
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with db.write(conn):
         conn.execute("UPDATE files SET needs_reindex = 1, forgotten = 0 WHERE session_id = ?",
                      (rec["session_id"],))
         paths = [r[0] for r in conn.execute("SELECT path FROM files WHERE session_id = ?",
                                             (rec["session_id"],))]
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     from .indexer import index_journal
 
     for path in paths:

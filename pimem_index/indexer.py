@@ -190,16 +190,11 @@ def _index_journal_once(conn: db.Connection, path: str, report: IndexReport,
 
 def _touch(conn: db.Connection, file_id: int, st: os.stat_result, cursor: int) -> None:
     """Remember size and mtime when only an incomplete line was added, so the next pass can skip."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with db.write(conn):
         conn.execute(
             "UPDATE files SET size = ?, mtime = ? WHERE id = ? AND cursor = ?",
             (st.st_size, st.st_mtime, file_id, cursor),
         )
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
@@ -342,8 +337,7 @@ def _prefetch(batches: Iterator[_Batch], depth: int = 2) -> Iterator[_Batch]:
 
 def _write_batch(conn, path: str, st: os.stat_result, batch: _Batch, expected, reset: bool) -> int:
     """One short write transaction: rows, terms and the cursor move together. Returns the file id."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with db.write(conn):
         current = conn.execute("SELECT id, cursor FROM files WHERE path = ?", (path,)).fetchone()
         if (current is None) != (expected is None) or (
             current is not None and tuple(current) != tuple(expected)
@@ -404,11 +398,7 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: _Batch, expected, r
                      "tail_fingerprint = :tail_fp"]
             params["tail_offset"], params["tail_length"], params["tail_fp"] = batch.tail
         conn.execute(f"UPDATE files SET {', '.join(sets)} WHERE id = :id", params)
-        conn.execute("COMMIT")
         return file_id
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 _INSERT_ENTRIES = (
@@ -424,30 +414,19 @@ _INSERT_TERMS = "INSERT INTO entries_fts (rowid, text) SELECT ?1 + key, value FR
 
 def forget_journal(conn: db.Connection, path: str) -> int:
     """Remove a journal's file row, entries and terms (it was deleted). Returns 1 if it was known."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with db.write(conn):
         row = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
         if row is None:
-            conn.execute("COMMIT")
             return 0
         store.delete_file_rows(conn, row[0])
         conn.execute("DELETE FROM files WHERE id = ?", (row[0],))
-        conn.execute("COMMIT")
         return 1
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def queue_reindex(conn: db.Connection, file_id: int) -> None:
     """Mark a journal whose line no longer matches its pointer, so the next pass reads it again."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with db.write(conn):
         conn.execute("UPDATE files SET needs_reindex = 1 WHERE id = ?", (file_id,))
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def discover(locations: Locations) -> list[Path]:
@@ -491,8 +470,7 @@ def default_owner() -> str:
 def take_lease(conn: db.Connection, owner: str, seconds: int = LEASE_SECONDS) -> str | None:
     """Take or renew the backfill lease; returns None when we hold it, else the current holder."""
     now = time.time()
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with db.write(conn):
         value = store.get_meta(conn, LEASE_KEY)
         if value:
             holder, _, expiry = value.rpartition("@")
@@ -501,27 +479,17 @@ def take_lease(conn: db.Connection, owner: str, seconds: int = LEASE_SECONDS) ->
             except ValueError:
                 expired = True
             if holder != owner and not expired:
-                conn.execute("COMMIT")
                 return holder
         store.set_meta(conn, LEASE_KEY, f"{owner}@{now + seconds:.3f}")
-        conn.execute("COMMIT")
         return None
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def release_lease(conn: db.Connection, owner: str) -> None:
     """Give the lease back if we hold it."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with db.write(conn):
         value = store.get_meta(conn, LEASE_KEY)
         if value and value.rpartition("@")[0] == owner:
             conn.execute("DELETE FROM meta WHERE key = ?", (LEASE_KEY,))
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def index_all(
@@ -580,15 +548,10 @@ def remove_missing(conn: db.Connection) -> int:
 
 
 def _record_backfill(conn: db.Connection, total: int, done: int, complete: bool) -> None:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with db.write(conn):
         store.set_meta(conn, BACKFILL_KEY, orjson.dumps({
             "journals_total": total, "journals_done": done, "complete": complete, "at": _now(),
         }).decode())
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def _now() -> str:
@@ -608,15 +571,10 @@ def compact(conn: db.Connection, pages: int = 2000) -> int:
     """
     steps = 0
     while True:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with db.write(conn):
             before = conn.total_changes
             conn.execute("INSERT INTO entries_fts (entries_fts, rank) VALUES ('merge', ?)", (-pages,))
             worked = conn.total_changes - before >= 2
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         steps += 1
         if not worked:
             store.release_free_pages(conn)

@@ -119,36 +119,13 @@ def interpret(obj: dict, lineno: int) -> Header | SessionName | Entry | None:
         return _message_entry(obj, lineno)
     if kind == "compaction":
         tokens = obj.get("tokensBefore")
-        return Entry(
-            id=_entry_id(obj, lineno),
-            parent_id=_str_or_none(obj.get("parentId")),
-            timestamp=_timestamp(obj),
-            kind="compaction",
-            role=None,
-            tool=None,
-            text=_str(obj.get("summary")),
-            tokens_before=tokens if isinstance(tokens, int) else None,
-        )
+        return _entry(obj, lineno, "compaction", _str(obj.get("summary")),
+                      tokens_before=tokens if isinstance(tokens, int) else None)
     if kind == "branch_summary":
-        return Entry(
-            id=_entry_id(obj, lineno),
-            parent_id=_str_or_none(obj.get("parentId")),
-            timestamp=_timestamp(obj),
-            kind="branch_summary",
-            role=None,
-            tool=None,
-            text=_str(obj.get("summary")),
-        )
+        return _entry(obj, lineno, "branch_summary", _str(obj.get("summary")))
     if kind == "custom_message":
-        return Entry(
-            id=_entry_id(obj, lineno),
-            parent_id=_str_or_none(obj.get("parentId")),
-            timestamp=_timestamp(obj),
-            kind="custom",
-            role="custom",
-            tool=_str_or_none(obj.get("customType")),
-            text=content_text(obj.get("content")),
-        )
+        return _entry(obj, lineno, "custom", content_text(obj.get("content")),
+                      role="custom", tool=_str_or_none(obj.get("customType")))
     if kind == "session":
         version = obj.get("version")
         return Header(
@@ -161,6 +138,22 @@ def interpret(obj: dict, lineno: int) -> Header | SessionName | Entry | None:
     if kind == "session_info":
         return SessionName(name=_str_or_none(obj.get("name")))
     return None
+
+
+def _entry(obj: dict, lineno: int, kind: str, text: str, *, role: str | None = None,
+           tool: str | None = None, tokens_before: int | None = None,
+           message: dict | None = None) -> Entry:
+    """An Entry with the keys every entry line shares: id, parentId and timestamp."""
+    return Entry(
+        id=_entry_id(obj, lineno),
+        parent_id=_str_or_none(obj.get("parentId")),
+        timestamp=_timestamp(obj, message),
+        kind=kind,
+        role=role,
+        tool=tool,
+        text=text,
+        tokens_before=tokens_before,
+    )
 
 
 def _message_entry(obj: dict, lineno: int) -> Entry | None:
@@ -187,15 +180,7 @@ def _message_entry(obj: dict, lineno: int) -> Entry | None:
         tool = _str_or_none(message.get("customType"))
     else:
         text = content_text(message.get("content"))
-    return Entry(
-        id=_entry_id(obj, lineno),
-        parent_id=_str_or_none(obj.get("parentId")),
-        timestamp=_timestamp(obj, message),
-        kind=kind,
-        role=role,
-        tool=tool,
-        text=text,
-    )
+    return _entry(obj, lineno, kind, text, role=role, tool=tool, message=message)
 
 
 def content_text(content) -> str:
@@ -289,6 +274,16 @@ def normalize_timestamp(value) -> str | None:
         except (OverflowError, OSError, ValueError):
             return None
     return None
+
+
+def local_time(ts: str | None, empty: str = "") -> str:
+    """A journal timestamp (UTC ISO) as the reader's local `YYYY-MM-DD HH:MM`."""
+    if not ts:
+        return empty
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return ts
 
 
 def iso_utc(dt: datetime) -> str:

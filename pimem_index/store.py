@@ -126,18 +126,13 @@ def schema_version(conn: db.Connection) -> int | None:
 
 def ensure_schema(conn: db.Connection) -> None:
     """Create the tables if missing and record the schema version."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with db.write(conn):
         for statement in _statements(SCHEMA):
             conn.execute(statement)
         conn.execute(
             "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
             (str(SCHEMA_VERSION),),
         )
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def _statements(script: str) -> list[str]:
