@@ -166,7 +166,7 @@ def _message_entry(obj: dict, lineno: int) -> Entry | None:
         return None
     tool = None
     if kind == "assistant":
-        text, tools = _assistant_text(message.get("content"))
+        text, tools = blocks_text(message.get("content"))
         tool = ",".join(tools) if tools else None
     elif kind == "tool_result":
         text = content_text(message.get("content"))
@@ -184,25 +184,13 @@ def _message_entry(obj: dict, lineno: int) -> Entry | None:
 
 
 def content_text(content) -> str:
-    """Text of a string or a list of text/image blocks; each image becomes `[image]`."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    parts = []
-    for block in content:
-        if not isinstance(block, dict):
-            continue
-        btype = block.get("type")
-        if btype == "text":
-            parts.append(_str(block.get("text")))
-        elif btype == "image":
-            parts.append(IMAGE_MARKER)
-    return "\n".join(parts)
+    """Text of a string or a list of content blocks; each image becomes `[image]`."""
+    return blocks_text(content)[0]
 
 
-def _assistant_text(content) -> tuple[str, list[str]]:
-    """Text, plain thinking and tool calls (name and arguments); never signatures or redacted thinking."""
+def blocks_text(content) -> tuple[str, list[str]]:
+    """Text, plain thinking and tool calls (name and arguments) of a message's content, and the
+    names of the tools it calls; never thinking signatures, redacted reasoning or image data."""
     if isinstance(content, str):
         return content, []
     if not isinstance(content, list):
