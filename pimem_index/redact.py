@@ -245,24 +245,10 @@ def _quoted_value(b: bytes, pos: int) -> Span | None:
     return start, end
 
 
-_UNQUOTED_STOP = frozenset(b" \t\r\n\"'`,;&<>)]}\\|")
-
-
-def _unquoted_end(b: bytes, pos: int, to_eol: bool) -> int:
-    n = len(b)
-    limit = min(n, pos + 4096)
-    i = pos
-    if to_eol:
-        while i < limit and b[i] not in b"\r\n\\":
-            if b[i] == 0x23 and i > pos and b[i - 1] in b" \t":  # " # comment"
-                break
-            i += 1
-        while i > pos and b[i - 1] in b" \t":
-            i -= 1
-        return i
-    while i < limit and b[i] not in _UNQUOTED_STOP:
-        i += 1
-    return i
+# the rest of an INI / YAML line, without a trailing " # comment" or blanks
+_TO_EOL_RE = re.compile(rb"(?:[^\r\n\\#]|(?<![ \t])#){0,4096}")
+_HAS_DIGIT_RE = re.compile(rb"[0-9]")
+_HAS_LETTER_RE = re.compile(rb"[A-Za-z]")
 
 
 def _assignment(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Iterable[Span]:
@@ -278,7 +264,7 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
     kstart = _key_start(bl, kw_start)
     prefix = bl[kstart:kw_start]
     sep = m.group(g + "sep")
-    vpos = m.end(g[:-1])
+    vpos = m.start(g + "v")
     if m.start(g + "ws") >= 0:
         # ``--password value``: only command-line flags take a space.
         if not prefix.startswith(b"-"):
@@ -321,9 +307,13 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
     if quoted is not None:
         vstart, vend = quoted
     else:
-        if vpos >= len(b) or b[vpos] in b"{[(\r\n":
-            return None
-        vstart, vend = vpos, _unquoted_end(b, vpos, to_eol)
+        vstart = vpos
+        if to_eol:
+            vend = _TO_EOL_RE.match(b, vpos).end()
+            while vend > vpos and b[vend - 1] in b" \t":
+                vend -= 1
+        else:
+            vend = m.end(g + "v")  # the regex consumed the unquoted run
     if vend <= vstart:
         return None
     value = b[vstart:vend]
@@ -347,7 +337,7 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
         # "sort_key": "name" is not a secret; a long random value is.
         if not _TOKENISH_RE.fullmatch(value):
             return None
-        if not (any(c in b"0123456789" for c in value) and any(0x41 <= c <= 0x7A for c in value)):
+        if _HAS_DIGIT_RE.search(value) is None or _HAS_LETTER_RE.search(value) is None:
             return None
     p = _VISIBLE_PREFIX_RE.match(value)
     if p is not None and p.end() < len(value):
@@ -359,7 +349,8 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
 # Cookies
 # ---------------------------------------------------------------------------
 
-_COOKIE_PAIR_RE = re.compile(rb"[ \t]*(?P<n>[^=;\s\"']{1,256})=(?P<v>[^;\s\"'\\]{1,4096})[ \t]*(?:;|(?=[\s\"'\\])|\Z)")
+_COOKIE_PAIR_RE = re.compile(rb"(?P<n>[^=;\s\"'\\]{1,256})=(?P<v>[^;\s\"'\\]{1,4096})")
+_COOKIE_END_RE = re.compile(rb"[\r\n\"'\\]")
 _COOKIE_ATTRS = frozenset(
     b"path domain expires max-age samesite secure httponly priority partitioned version comment".split()
 )
@@ -371,40 +362,33 @@ def _cookie(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> 
         return  # "cookie value" in prose; only --cookie takes a space
     is_set = bl[max(0, start - 4) : start] == b"set-"
     pos = m.end(g[:-1])
-    end = min(len(b), pos + 8192)
-    first = True
-    while pos < end:
-        p = _COOKIE_PAIR_RE.match(b, pos, end)
-        if p is None:
-            return
-        name = p.group("n").lower()
-        if name not in _COOKIE_ATTRS and not _is_placeholder(p.group("v")):
-            yield p.span("v")
-        pos = p.end()
-        if is_set and first:
+    stop = _COOKIE_END_RE.search(b, pos, pos + 16384)
+    end = stop.start() if stop is not None else min(len(b), pos + 16384)
+    attrs = _COOKIE_ATTRS
+    for p in _COOKIE_PAIR_RE.finditer(b, pos, end):
+        if p.group("n").lower() not in attrs:
+            s, e = p.span("v")
+            if not (b[s] in b"$<{*xX" and _is_placeholder(b[s:e])):
+                yield s, e
+        if is_set:
             return  # Set-Cookie: only the first pair is the cookie; the rest are attributes
-        first = False
-        if p.group(0)[-1:] != b";":
-            return
 
 
 # ---------------------------------------------------------------------------
 # Private keys (PEM, escaped PEM, truncated PEM)
 # ---------------------------------------------------------------------------
 
-_PEM_BODY_STOP_RE = re.compile(rb"[^A-Za-z0-9+/=\s\\:,.()_-]")
+_PEM_BODY_STOP_RE = re.compile(rb"[^A-Za-z0-9+/=\s\\:,.()_-]|-----(?:END|BEGIN)")
 _PEM_MAX = 48 * 1024
 
 
 def _pem(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Iterator[Span]:
     start = m.end()
     limit = min(len(b), start + _PEM_MAX)
-    end = b.find(b"-----END", start, limit)
-    stop = _PEM_BODY_STOP_RE.search(b, start, end if end >= 0 else limit)
-    if stop is not None:
-        end = stop.start()  # cut off (truncated output, end of a JSON string)
-    elif end < 0:
-        end = limit
+    # the body ends at -----END, or where it is cut off: a character no PEM
+    # body holds (end of a JSON string, truncated output) or another BEGIN
+    stop = _PEM_BODY_STOP_RE.search(b, start, limit)
+    end = stop.start() if stop is not None else limit
     e = end
     while e > start and b[e - 1] in b" \t\r\n":
         e -= 1
@@ -495,8 +479,11 @@ def _kw(family: str, scan: bytes, pattern: bytes, flag_words: tuple[bytes, ...],
         rb"(?P<kq>\\{0,3}[\"'])?"  # closing quote of the key, maybe escaped
         rb"(?:[ \t]*(?P<sep>=>|:=|=(?!=)|:(?![:/])|>)[ \t]*|" + _flag_lb(*flag_words) + rb"(?P<ws>[ \t]+))"
     )
+    # The value is consumed (possessively) so the scan resumes after it:
+    # "password=password=..." costs one match, not one per repetition.
+    value = rb"(?P<v>(?:\\{0,3}[\"'`])?[^\s\"'`,;&<>)\]}\\|]{0,4096}+)"
     return Rule(
-        "secret_assignment", "", scan, pattern + _KEY_END + sep,
+        "secret_assignment", "", scan, pattern + _KEY_END + sep + value,
         fold=True, handler=_assignment, back=back, family=family,
     )
 
@@ -712,7 +699,7 @@ RULES: list[Rule] = [
         b"A",
         rb"(?:KIA" + _not_after_word(b"AKIA", rb"A-Za-z0-9+/") + rb"|SIA" + _not_after_word(b"ASIA", rb"A-Za-z0-9+/")
         + rb")(?P<s>[A-Z0-9]{16})" + _END_ALNUM
-        + rb"(?s:.){0,300}?(?<![A-Za-z0-9/+=])(?P<s2>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+        + rb"(?s:.){0,300}?(?<=[\s,;:=|\"'>])(?P<s2>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
     ),
     Rule(
         "aws_access_key_id", "AWS access key ids AKIA..., ASIA..., AGPA..., AIDA..., AROA... and A3T...",
