@@ -105,7 +105,10 @@ def index_journal(conn: db.Connection, path: str | Path, *,
     report = IndexReport()
     for _attempt in range(20):
         try:
-            _index_journal_once(conn, path, report, forgotten)
+            work = _prepare(conn, path, forgotten)
+            if work is not None:
+                with work:
+                    _apply(conn, work, _prefetch(work.batches()), report)
             break
         except _Conflict:
             continue
@@ -144,48 +147,85 @@ def _needs_reset(row, st: os.stat_result, fh) -> bool:
     return False
 
 
-def _index_journal_once(conn: db.Connection, path: str, report: IndexReport,
-                        forgotten: forget.Forgotten) -> None:
+@dataclass
+class _Work:
+    """One journal's pending work, decided from its file and its row: where reading starts."""
+
+    path: str
+    row: tuple | None
+    fh: object = None
+    st: os.stat_result | None = None
+    reset: bool = False
+    start: int = 0
+    start_line: int = 0
+    session_id: str | None = None
+    forgotten: forget.Forgotten | None = None
+
+    @property
+    def missing(self) -> bool:
+        return self.fh is None
+
+    def batches(self) -> Iterator["_Batch"]:
+        if self.missing:
+            return iter(())
+        return _batches(self.fh, self.start, self.start_line, self.st.st_size, self.session_id,
+                        self.forgotten)
+
+    def __enter__(self) -> "_Work":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.fh is not None:
+            self.fh.close()
+
+
+def _prepare(conn: db.Connection, path: str, forgotten: forget.Forgotten) -> _Work | None:
+    """Decide what a journal needs; None when it is unchanged since the last pass."""
     row = _file_row(conn, path)
     try:
         fh = open(path, "rb")
     except FileNotFoundError:
-        if row is not None:
-            report.removed += forget_journal(conn, path)
+        return _Work(path, row) if row is not None else None
+    st = os.fstat(fh.fileno())
+    work = _Work(path, row, fh=fh, st=st, forgotten=forgotten)
+    if row is not None:
+        unchanged = st.st_size == row[3] and st.st_mtime == row[4] and row[5] == st.st_ino
+        if unchanged and not row[11] and time.time() - st.st_mtime > RACY_SECONDS:
+            fh.close()
+            return None
+        work.reset = _needs_reset(row, st, fh)
+        if not work.reset:
+            work.start, work.start_line, work.session_id = row[1], row[2], row[12]
+    return work
+
+
+def _apply(conn: db.Connection, work: _Work, batches: Iterable["_Batch"], report: IndexReport) -> None:
+    """Write a journal's batches; raises _Conflict when another indexer moved it meanwhile."""
+    row = work.row
+    if work.missing:
+        report.removed += forget_journal(conn, work.path)
         return
-    with fh:
-        st = os.fstat(fh.fileno())
-        reset = False
-        session_id = None
-        if row is None:
-            start, start_line = 0, 0
-        else:
-            unchanged = st.st_size == row[3] and st.st_mtime == row[4] and row[5] == st.st_ino
-            if unchanged and not row[11] and time.time() - st.st_mtime > RACY_SECONDS:
-                return
-            reset = _needs_reset(row, st, fh)
-            start, start_line = (0, 0) if reset else (row[1], row[2])
-            session_id = None if reset else row[12]
-        expected = None if row is None else (row[0], row[1])
-        touched = False
-        for batch in _prefetch(_batches(fh, start, start_line, st.st_size, session_id, forgotten)):
-            file_id = _write_batch(conn, path, st, batch, expected, reset)
-            touched = True
-            if reset:
-                report.reindexed += 1
-                reset = False
-            report.entries_added += len(batch.rows)
-            report.bytes_read += batch.end - batch.start
-            report.malformed += batch.malformed
-            expected = (file_id, batch.end)
+    reset = work.reset
+    expected = None if row is None else (row[0], row[1])
+    touched = False
+    for batch in batches:
+        file_id = _write_batch(conn, work.path, work.st, batch, expected, reset)
+        touched = True
         if reset:
-            _write_batch(conn, path, st, _Batch(start=0, end=0, lines=0), expected, True)
             report.reindexed += 1
-            touched = True
-        elif row is not None and not touched and (st.st_size != row[3] or st.st_mtime != row[4]):
-            _touch(conn, row[0], st, expected[1])
-        if touched:
-            report.files += 1
+            reset = False
+        report.entries_added += len(batch.rows)
+        report.bytes_read += batch.end - batch.start
+        report.malformed += batch.malformed
+        expected = (file_id, batch.end)
+    if reset:
+        _write_batch(conn, work.path, work.st, _Batch(start=0, end=0, lines=0), expected, True)
+        report.reindexed += 1
+        touched = True
+    elif row is not None and not touched and (work.st.st_size != row[3] or work.st.st_mtime != row[4]):
+        _touch(conn, row[0], work.st, expected[1])
+    if touched:
+        report.files += 1
 
 
 def _touch(conn: db.Connection, file_id: int, st: os.stat_result, cursor: int) -> None:
@@ -521,8 +561,7 @@ def index_all(
         paths = discover(locations)
         report.removed += remove_missing(conn)
         total = len(paths)
-        for done, path in enumerate(paths, 1):
-            report.add(index_journal(conn, path, forgotten=forgotten))
+        for done, path in enumerate(_pipelined(conn, paths, forgotten, report), 1):
             if progress:
                 progress(done, total, path)
             if take_lease(conn, owner) is not None:
@@ -536,6 +575,56 @@ def index_all(
         release_lease(conn, owner)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _pipelined(conn: db.Connection, paths: list[Path], forgotten: forget.Forgotten,
+               report: IndexReport) -> Iterator[Path]:
+    """Index journals in order, parsing the next ones in a thread while this one is written.
+
+    The thread decides each journal's work with its own connection, so parsing runs ahead
+    across journals, not only within one. A journal another indexer changed meanwhile is
+    done again on its own. Yields each path once it is done.
+    """
+    db_file = conn.execute("PRAGMA database_list").fetchone()[2]
+
+    def produce() -> Iterator[tuple]:
+        reader = db.connect(db_file)
+        try:
+            for path in paths:
+                work = _prepare(reader, os.path.abspath(path), forgotten)
+                if work is None:
+                    yield ("skip", path, None)
+                    continue
+                with work:
+                    yield ("work", path, work)
+                    for batch in work.batches():
+                        yield ("batch", path, batch)
+                yield ("end", path, None)
+        finally:
+            reader.close()
+
+    items = _prefetch(produce(), depth=4)
+    for kind, path, work in items:
+        if kind == "skip":
+            yield path
+            continue
+        part = IndexReport()
+        try:
+            _apply(conn, work, _until_end(items), part)
+            report.add(part)
+        except _Conflict:
+            for _ in _until_end(items):
+                pass
+            report.add(index_journal(conn, path, forgotten=forgotten))
+        yield path
+
+
+def _until_end(items: Iterator[tuple]) -> Iterator["_Batch"]:
+    """The batches of the current journal, up to its end marker."""
+    for kind, _path, batch in items:
+        if kind == "end":
+            return
+        yield batch
 
 
 def remove_missing(conn: db.Connection) -> int:
