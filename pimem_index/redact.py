@@ -793,7 +793,7 @@ def _compile(rules: list[Rule]) -> list[_Scanner]:
 _SCANNERS = _compile(RULES)
 _SCAN_PLAN = [
     (
-        sc.fold, sc.rare, sc.scan, sc.regex.finditer,
+        sc.fold, sc.rare, sc.scan, sc.regex.search,
         {name: (rule, masks, rule.check, rule.handler) for name, (rule, masks) in sc.rules.items()},
     )
     for sc in _SCANNERS
@@ -809,23 +809,24 @@ def _spans(b: bytes) -> list[Span]:
     bl = b.lower()
     spans: list[Span] = []
     ctx: dict = {}
-    for fold, rare, scan, finditer, rules in _SCAN_PLAN:
+    for fold, rare, scan, search, rules in _SCAN_PLAN:
         hay = bl if fold else b
         if rare and scan not in hay:
             continue
-        for m in finditer(hay):
+        m = search(hay)  # usually None: one C call, no iterator
+        while m is not None:
             name = m.lastgroup
             rule, masks, check, handler = rules[name]
             g = name + "_"
-            if check is not None and not check(m, g, b, bl):
-                continue
-            if handler is not None:
-                spans.extend(handler(rule, m, g, b, bl, ctx))
-                continue
-            for mg in masks:
-                s, e = m.span(mg)
-                if e > s:
-                    spans.append((s, e))
+            if check is None or check(m, g, b, bl):
+                if handler is not None:
+                    spans.extend(handler(rule, m, g, b, bl, ctx))
+                else:
+                    for mg in masks:
+                        s, e = m.span(mg)
+                        if e > s:
+                            spans.append((s, e))
+            m = search(hay, m.end())  # lookbehinds still see bytes before pos
     return spans
 
 
