@@ -52,7 +52,13 @@ def connect(path: str, *, readonly: bool = False) -> sqlite3.Connection:
 
 @contextmanager
 def write(conn: Connection) -> Iterator[Connection]:
-    """A write transaction taken at once (BEGIN IMMEDIATE): committed, or rolled back on any error."""
+    """A write transaction taken at once (BEGIN IMMEDIATE): committed, or rolled back on any error.
+
+    Inside another one it joins it, so several writes can be grouped into one transaction.
+    """
+    if conn.in_transaction:
+        yield conn
+        return
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield conn

@@ -8,8 +8,9 @@ line no longer matches its fingerprint is reindexed from byte 0.
 
 from __future__ import annotations
 
+import collections
+import itertools
 import os
-import queue
 import socket
 import threading
 import time
@@ -86,6 +87,7 @@ class _Batch:
     tail: tuple[int, int, int] | None = None
     last_timestamp: str | None = None
     forgotten_session: bool = False
+    text_bytes: int = 0
 
 
 class _Conflict(Exception):
@@ -248,7 +250,6 @@ def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
     buffer_offset = start
     skipping = False
     batch = _Batch(start=start, end=start, lines=0)
-    text_bytes = 0
     remaining = size - start
     while remaining > 0:
         chunk = fh.read(min(CHUNK_BYTES, remaining))
@@ -271,13 +272,12 @@ def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
                 skipping = False
                 batch.malformed += 1
             else:
-                text_bytes += _take_line(batch, line, line_offset, lineno, state)
+                batch.text_bytes += _take_line(batch, line, line_offset, lineno, state)
             batch.end = offset
             batch.lines += 1
-            if len(batch.rows) >= BATCH_ENTRIES or text_bytes >= BATCH_TEXT_BYTES:
+            if len(batch.rows) >= BATCH_ENTRIES or batch.text_bytes >= BATCH_TEXT_BYTES:
                 yield batch
                 batch = _Batch(start=offset, end=offset, lines=0)
-                text_bytes = 0
         buffer = data[pos:]
         buffer_offset = base + pos
         if len(buffer) > MAX_LINE_BYTES:
@@ -333,28 +333,37 @@ def _take_line(batch: _Batch, line: bytes, offset: int, lineno: int, state: _Lin
     return 0
 
 
-def _prefetch(batches: Iterator[_Batch], depth: int = 2) -> Iterator[_Batch]:
-    """Parse and redact the next batches in a thread while this one is written.
+def _prefetch(items: Iterator, ahead_bytes: int = 3 * BATCH_TEXT_BYTES) -> Iterator:
+    """Run `items` (parsing and redacting) in a thread, up to `ahead_bytes` of text ahead.
 
-    SQLite releases the GIL while it writes, so parsing overlaps the FTS5 inserts.
+    SQLite releases the GIL while it writes, so parsing overlaps the FTS5 inserts. The
+    budget is in bytes of text, so many small journals queue up while a few large batches
+    still bound memory.
     """
-    q: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
+    buffer: collections.deque = collections.deque()
+    state = {"bytes": 0, "stop": False}
+    ready = threading.Condition()
     done = object()
 
+    def size(item) -> int:
+        batch = item[2] if isinstance(item, tuple) else item
+        return getattr(batch, "text_bytes", 0) + 1
+
     def put(item) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
+        with ready:
+            while state["bytes"] >= ahead_bytes and not state["stop"]:
+                ready.wait()
+            if state["stop"]:
+                return False
+            buffer.append(item)
+            state["bytes"] += size(item)
+            ready.notify_all()
+            return True
 
     def produce():
         try:
-            for b in batches:
-                if not put(b):
+            for item in items:
+                if not put(item):
                     return
             put(done)
         except BaseException as e:  # handed to the consumer, raised there
@@ -364,14 +373,21 @@ def _prefetch(batches: Iterator[_Batch], depth: int = 2) -> Iterator[_Batch]:
     worker.start()
     try:
         while True:
-            item = q.get()
+            with ready:
+                while not buffer:
+                    ready.wait()
+                item = buffer.popleft()
+                state["bytes"] -= size(item)
+                ready.notify_all()
             if item is done:
                 return
             if isinstance(item, BaseException):
                 raise item
             yield item
     finally:
-        stop.set()
+        with ready:
+            state["stop"] = True
+            ready.notify_all()
         worker.join()
 
 
@@ -603,20 +619,59 @@ def _pipelined(conn: db.Connection, paths: list[Path], forgotten: forget.Forgott
         finally:
             reader.close()
 
-    items = _prefetch(produce(), depth=4)
-    for kind, path, work in items:
-        if kind == "skip":
-            yield path
-            continue
+    group: list[tuple[Path, _Work | None, list[_Batch]]] = []
+    group_bytes = 0
+
+    def flush() -> Iterator[Path]:
+        """Write the small journals gathered so far in one transaction (fewer FTS5 flushes)."""
+        nonlocal group, group_bytes
         part = IndexReport()
         try:
-            _apply(conn, work, _until_end(items), part)
+            with db.write(conn):
+                for _path, work, batches in group:
+                    if work is not None:
+                        _apply(conn, work, batches, part)
+            report.add(part)
+        except _Conflict:
+            for path, work, _batches in group:
+                if work is not None:
+                    report.add(index_journal(conn, path, forgotten=forgotten))
+        done = [path for path, _w, _b in group]
+        group, group_bytes = [], 0
+        yield from done
+
+    items = _prefetch(produce())
+    for kind, path, work in items:
+        if kind == "skip":
+            group.append((path, None, []))
+            continue
+        batches = list(_first_batches(items, 2))
+        if len(batches) < 2:
+            group.append((path, work, batches))
+            group_bytes += sum(b.text_bytes for b in batches)
+            if group_bytes >= BATCH_TEXT_BYTES:
+                yield from flush()
+            continue
+        yield from flush()
+        part = IndexReport()
+        try:
+            _apply(conn, work, itertools.chain(batches, _until_end(items)), part)
             report.add(part)
         except _Conflict:
             for _ in _until_end(items):
                 pass
             report.add(index_journal(conn, path, forgotten=forgotten))
         yield path
+    yield from flush()
+
+
+def _first_batches(items: Iterator[tuple], n: int) -> Iterator["_Batch"]:
+    """Up to n batches of the current journal; stops early at its end marker (consumed)."""
+    for _ in range(n):
+        kind, _path, batch = next(items)
+        if kind == "end":
+            return
+        yield batch
 
 
 def _until_end(items: Iterator[tuple]) -> Iterator["_Batch"]:
