@@ -248,6 +248,9 @@ def _quoted_value(b: bytes, pos: int) -> Span | None:
 # the rest of an INI / YAML line, without a trailing " # comment" or blanks
 _TO_EOL_RE = re.compile(rb"(?:[^\r\n\\#]|(?<![ \t])#){0,4096}")
 _HAS_DIGIT_RE = re.compile(rb"[0-9]")
+_AUTH_TUPLE_RE = re.compile(
+    rb"(?:HTTP(?:Basic|Digest)Auth)?\([ \t]*[\"'][^\"'\n]{0,256}[\"'][ \t]*,[ \t]*[\"'](?P<s>[^\"'\n]{1,256})[\"']"
+)
 _HAS_LETTER_RE = re.compile(rb"[A-Za-z]")
 
 
@@ -303,6 +306,10 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
             if esc >= 0:
                 head = head[esc + 2 :]
             to_eol = _LINE_START_RE.fullmatch(head) is not None
+    if family in ("auth", "cred") and b[vpos : vpos + 1] in b"(H":
+        t = _AUTH_TUPLE_RE.match(b, vpos)  # auth=("user", "pass"), HTTPBasicAuth("u", "p")
+        if t is not None and not _is_placeholder(t.group("s")):
+            return t.span("s")
     quoted = _quoted_value(b, vpos)
     if quoted is not None:
         vstart, vend = quoted
@@ -409,6 +416,39 @@ def _pem(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Ite
 def _near_telegram(m: re.Match, g: str, b: bytes, bl: bytes) -> bool:
     s = m.start()
     return bl.find(b"telegram", max(0, s - 4096), s + 4096) >= 0
+
+
+# ---------------------------------------------------------------------------
+# .netrc, PuTTY keys
+# ---------------------------------------------------------------------------
+
+
+def _netrc_check(m: re.Match, g: str, b: bytes, bl: bytes) -> bool:
+    """``password x`` (no separator) is a .netrc entry when ``machine`` or
+    ``login`` comes shortly before it."""
+    s = m.start()
+    window = bl[max(0, s - 300) : s]
+    return (b"machine " in window or b"login " in window or b"default" in window) and not _is_placeholder(
+        b[m.start(g + "s") : m.end(g + "s")]
+    )
+
+
+_PUTTY_STOP_RE = re.compile(rb"private-mac|[^a-z0-9+/=\s\\]")
+
+
+def _putty(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Iterator[Span]:
+    """The base64 lines after ``Private-Lines: N`` up to ``Private-MAC``."""
+    start = m.end()
+    stop = _PUTTY_STOP_RE.search(bl, start, start + _PEM_MAX)
+    end = stop.start() if stop is not None else min(len(b), start + _PEM_MAX)
+    while start < end and b[start] in b" \t\r\n\\":
+        start += 2 if b[start] == 0x5C else 1  # the line break, maybe escaped
+    while end > start and b[end - 1] in b" \t\r\n":
+        end -= 1
+    if end - start >= 2 and b[end - 2 : end] in (b"\\n", b"\\r"):
+        end -= 2
+    if end > start:
+        yield start, end
 
 
 # ---------------------------------------------------------------------------
@@ -520,10 +560,23 @@ RULES: list[Rule] = [
     _kw("password", b"p", rb"ass(?:word|wd|phrase)?s?[0-9]*(?P<k>)",
         (b"pass", b"password", b"passwd", b"passphrase")),
     _kw("password", b"p", rb"wd[0-9]*(?P<k>)", (b"pwd",)),
+    Rule(
+        "netrc", ".netrc entries: machine host login user password PASS",
+        b"p", rb"assword(?<![a-z0-9_.-]password)[ \t]+(?P<s>[^\s\"'\\]{1,256})",
+        fold=True, check=_netrc_check,
+    ),
+    Rule(
+        "private_key", "", b"p", rb"rivate-lines:[ \t]*[0-9]{1,4}", fold=True, handler=_putty,
+    ),
     # --- "k": token, key, cookie; sk-, sk-ant-, sk_live_, SK..., key-, dckr_ -
     Rule(
         "azure_storage_key", "Azure storage AccountKey= and SharedAccessKey= values",
         b"k", rb"ey(?:(?<=accountkey)|(?<=sharedaccesskey))(?:[ \t]*=[ \t]*|%3d)(?P<s>(?:[a-z0-9+/]|%2[bf]){20,256}(?:=|%3d){0,2})",
+        fold=True,
+    ),
+    Rule(
+        "age_secret_key", "age encryption secret keys AGE-SECRET-KEY-1...",
+        b"k", rb"ey-1(?<=age-secret-key-1)(?P<s>[a-z0-9]{58})(?![a-z0-9])",
         fold=True,
     ),
     Rule(
@@ -551,7 +604,7 @@ RULES: list[Rule] = [
         fold=True, check=_all(_orig_at(-1, b"sk-"), _body_mixed),
     ),
     Rule(
-        "stripe_key", "Stripe secret and restricted keys sk_live_, sk_test_, rk_live_, rk_test_",
+        "stripe_key", "Stripe secret and restricted keys sk_live_, sk_test_, rk_live_, rk_test_, webhook secrets whsec_",
         b"k", rb"_(?<=[rs]k_)(?:(?<![a-z0-9][rs]k_)|(?<=\\[nrtbf][rs]k_))(?:live|test)_(?P<s>[a-z0-9]{10,256})",
         fold=True, check=_body_mixed,
     ),
@@ -627,6 +680,28 @@ RULES: list[Rule] = [
         fold=True, check=_body_mixed,
     ),
     Rule(
+        "stripe_key", "", b"_", rb"(?<=whsec_)(?P<s>[a-z0-9+/]{24,64})", fold=True,
+    ),
+    Rule(
+        "ai_provider_key", "AI provider keys: Groq gsk_, xAI xai-, Perplexity pplx-, Replicate r8_, Tavily tvly-",
+        b"_", rb"(?<=gsk_)(?P<s>[a-z0-9]{40,64})(?![a-z0-9_])", fold=True, check=_body_mixed,
+    ),
+    Rule(
+        "ai_provider_key", "", b"_", rb"(?<=r8_)" + _not_after_word(b"r8_", rb"a-z0-9_") + rb"(?P<s>[a-z0-9]{30,40})(?![a-z0-9_])",
+        fold=True, check=_body_mixed,
+    ),
+    Rule(
+        "saas_token", "Linear lin_api_, Shopify shpat_/shpca_/shppa_/shpss_, Notion secret_ tokens",
+        b"_", rb"api_(?<=lin_api_)(?P<s>[a-z0-9]{40})(?![a-z0-9_])", fold=True,
+    ),
+    Rule(
+        "saas_token", "", b"_",
+        rb"(?:(?<=shpat_)|(?<=shpca_)|(?<=shppa_)|(?<=shpss_))(?P<s>[a-f0-9]{32})(?![a-z0-9_])", fold=True,
+    ),
+    Rule(
+        "saas_token", "", b"_", rb"(?<=secret_)(?P<s>[a-z0-9]{43})(?![a-z0-9_])", fold=True, check=_body_mixed,
+    ),
+    Rule(
         "digitalocean_token", "DigitalOcean tokens dop_v1_, doo_v1_, dor_v1_",
         b"_", rb"v1_(?<=do[opr]_v1_)(?P<s>[a-f0-9]{64})(?![a-z0-9_])",
         fold=True,
@@ -637,11 +712,22 @@ RULES: list[Rule] = [
         b"x", rb"(?:ox[abeoprs]|app)-(?P<s>[a-z0-9-]{10,512})",
         fold=True,
     ),
+    Rule(
+        "ai_provider_key", "", b"x", rb"ai-" + _not_after_word(b"xai-", rb"a-z0-9_-") + rb"(?P<s>[a-z0-9]{60,100})(?![a-z0-9_])",
+        fold=True, check=_body_mixed,
+    ),
+    Rule(
+        "ai_provider_key", "", b"x", rb"-(?<=pplx-)(?P<s>[a-z0-9]{40,64})(?![a-z0-9_])", fold=True, check=_body_mixed,
+    ),
     # --- "y": ya29. and mysql -p ---------------------------------------------
     Rule(
         "google_oauth_token", "Google OAuth access tokens ya29....",
         b"y", rb"a29\.(?P<s>" + _B64U + rb"{20,4096})",
         fold=True,
+    ),
+    Rule(
+        "ai_provider_key", "", b"y", rb"-(?<=tvly-)(?:dev-|prod-)?(?P<s>[a-z0-9]{20,64})(?![a-z0-9_])",
+        fold=True, check=_body_mixed,
     ),
     Rule(
         "pypi_token", "PyPI upload tokens pypi-AgE...",
@@ -660,7 +746,8 @@ RULES: list[Rule] = [
     ),
     Rule(
         "private_key",
-        "PEM private-key blocks (RSA, EC, DSA, OPENSSH, PKCS#8 PRIVATE KEY, ENCRYPTED, PGP PRIVATE KEY BLOCK), "
+        "PEM private-key blocks (RSA, EC, DSA, OPENSSH, PKCS#8 PRIVATE KEY, ENCRYPTED, PGP PRIVATE KEY BLOCK) "
+        "and PuTTY Private-Lines, "
         "also written with escaped \\n inside JSON strings (GCP service-account private_key) "
         "or cut off before their END line",
         b"b", rb"egin(?<=-----begin)[a-z0-9 ]{0,40}private key(?: block)?-----",
@@ -735,6 +822,7 @@ _COVERED_BY_OTHER_RULES = {
     "env_export": ".env lines and `export NAME=value` with secret-like names: secret_assignment",
     "pgpassword": "PGPASSWORD=... : secret_assignment",
     "gcp_service_account": 'GCP service-account JSON "private_key": private_key',
+    "putty_private_key": "PuTTY .ppk Private-Lines: private_key",
 }
 
 #: kind -> description: every kind of secret ``redact`` masks.

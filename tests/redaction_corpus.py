@@ -191,6 +191,9 @@ def g_digitalocean(rng):
 
 
 def g_stripe(rng):
+    if rng.random() < 0.2:
+        p = "wh" + "sec_"
+        return _bare("stripe_key", p + _r(rng, 32), p, rng)
     p = rng.choice(["s", "r"]) + "k_" + rng.choice(["live", "test"]) + "_"
     return _bare("stripe_key", p + _r(rng, rng.randint(24, 99)), p, rng)
 
@@ -380,6 +383,43 @@ def g_env_export(rng):
     return Sample("env_export", snippet=line, secrets=[pw], keeps=[name + "="])
 
 
+def g_ai_provider(rng):
+    p, n, alphabet = rng.choice([("gs" + "k_", 52, ALNUM), ("xa" + "i-", 80, ALNUM), ("pp" + "lx-", 48, ALNUM),
+                                 ("r" + "8_", 37, ALNUM), ("tv" + "ly-", 32, ALNUM), ("tv" + "ly-dev-", 32, ALNUM)])
+    return _bare("ai_provider_key", p + _r(rng, n, alphabet), p, rng)
+
+
+def g_saas(rng):
+    p, n, alphabet = rng.choice([("lin" + "_api_", 40, ALNUM), ("sh" + "pat_", 32, HEX), ("sh" + "pss_", 32, HEX),
+                                 ("sec" + "ret_", 43, ALNUM)])
+    return _bare("saas_token", p + _r(rng, n, alphabet), p, rng)
+
+
+def g_age(rng):
+    p = "AGE-" + "SECRET-KEY-1"
+    return _bare("age_secret_key", p + _r(rng, 58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"), p, rng)
+
+
+def g_netrc(rng):
+    pw = _password(rng)
+    host = _r(rng, 8, LOWER) + ".example.com"
+    if rng.random() < 0.5:
+        snippet = f"machine {host} login {_r(rng, 6, LOWER)} password {pw}"
+    else:
+        snippet = f"machine {host}\n  login {_r(rng, 6, LOWER)}\n  password {pw}"
+    return Sample("netrc", snippet=snippet, secrets=[pw], keeps=["password "])
+
+
+def g_putty(rng):
+    priv = [_r(rng, 64, B64) for _ in range(rng.randint(1, 3))]
+    snippet = (
+        "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: key\nPublic-Lines: 2\n"
+        + _r(rng, 64, B64) + "\n" + _r(rng, 20, B64) + f"\nPrivate-Lines: {len(priv)}\n" + "\n".join(priv)
+        + "\nPrivate-MAC: " + _r(rng, 64, HEX)
+    )
+    return Sample("putty_private_key", snippet=snippet, secrets=priv, keeps=["Private-Lines:"])
+
+
 def g_assignment(rng):
     return Sample("secret_assignment", value=_password(rng), key=rng.choice(SECRET_KEYS), url_safe=False, needs_key=True)
 
@@ -423,6 +463,11 @@ GENERATORS: dict[str, Callable[[random.Random], Sample]] = {
     "pgpassword": g_pgpassword,
     "env_export": g_env_export,
     "cookie": g_cookie,
+    "ai_provider_key": g_ai_provider,
+    "saas_token": g_saas,
+    "age_secret_key": g_age,
+    "netrc": g_netrc,
+    "putty_private_key": g_putty,
 }
 
 
@@ -647,6 +692,7 @@ def negatives(seed: int = 99) -> Iterator[tuple[str, str]]:
         "flags": "git push -u origin main\nssh -p 2222 host\ndocker run -u 1000:1000 image\nmysql -h db -P 3306 -u root app",
         "urls without password": "https://github.com/user/repo.git\ngit@github.com:user/repo.git\nhttps://user@host.example.com/x",
         "words like prefixes": "sk-learn compatible; task-runner; disk-usage; the hf_hub cache; npm_config_cache",
+        "more prefix-like words": "taxi-driver; a secret_handshake_protocol; ./r8_cache; dop_v1_notes; gsk_tmp",
         "public key": "-----BEGIN PUBLIC KEY-----\n" + "\n".join(_r(rng, 64, B64) for _ in range(4)) + "\n-----END PUBLIC KEY-----",
         "certificate": "-----BEGIN CERTIFICATE-----\n" + "\n".join(_r(rng, 64, B64) for _ in range(4)) + "\n-----END CERTIFICATE-----",
         "ssh public key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + _r(rng, 43, B64) + " user@host",

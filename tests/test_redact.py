@@ -214,6 +214,24 @@ def test_sshpass_password_is_masked():
     assert unchanged("ssh -p 2222 host")
 
 
+def test_netrc_password_is_masked():
+    assert redact("machine api.example.com login me password hunter22") == (
+        "machine api.example.com login me password " + MASK
+    )
+    assert unchanged("the password hunter22 is weak")
+
+
+def test_requests_auth_tuple_password_is_masked():
+    assert redact('requests.get(url, auth=("me", "hunter22"))') == f'requests.get(url, auth=("me", "{MASK}"))'
+    assert unchanged("requests.get(url, auth=auth, headers=headers)")
+
+
+def test_ai_provider_keys_keep_prefix():
+    for prefix, n in (("gs" + "k_", 52), ("xa" + "i-", 80), ("pp" + "lx-", 48), ("r" + "8_", 37)):
+        assert redact(f"key {prefix}{rand(n)}") == f"key {prefix}{MASK}"
+    assert unchanged("taxi-driver, a secret_handshake_protocol, the r8_ folder")
+
+
 # --- private keys ----------------------------------------------------------------------
 
 
@@ -237,6 +255,16 @@ def test_pem_cut_off_before_end_is_masked():
     cut = block[: block.index(body[3]) + 10]
     out = redact(cut + "\n[output truncated]")
     assert not any(line[:10] in out for line in body[:4])
+
+
+def test_putty_private_lines_are_masked_public_lines_kept():
+    public, private = rand(64, B64), rand(64, B64)
+    ppk = (
+        "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nPublic-Lines: 1\n" + public
+        + "\nPrivate-Lines: 1\n" + private + "\nPrivate-MAC: " + rand(64, HEX)
+    )
+    out = redact(ppk)
+    assert private not in out and public in out and "Private-MAC" in out
 
 
 def test_public_keys_and_certificates_are_untouched():
