@@ -112,7 +112,8 @@ _PLACEHOLDER_WORDS = frozenset(
     hidden masked removed omitted str string bytes int integer number bool
     boolean any unknown object optional required secretstr todo tbd n/a na
     include omit same-origin env prompt ask stdin - | > |- >- ... \xe2\x80\xa6
-    empty default""".split()
+    empty default bearer basic digest plain login cram-md5 digest-md5 xoauth2 oauthbearer
+    gssapi ntlm external scram-sha-1 scram-sha-256""".split()
 )
 _PLACEHOLDER_RE = re.compile(
     rb"""(?x)
@@ -123,6 +124,9 @@ _PLACEHOLDER_RE = re.compile(
   | \{\{.*\}\}                         # {{ template }}
   | \{[a-z_][a-z0-9_.\[\]'"]*\}        # {token}  (f-strings, str.format)
   | \[redacted\].*                     # already masked
+  | \#[0-9a-f]{3,8}                    # a hex colour
+  | %[-#0-9.]*[sdrifx]                 # %s %r %d
+  | \{[0-9]*\}                         # {} {0}
   | (?:your|insert|enter|paste)[_ .-].*          # YOUR_API_KEY, enter-token
   | (?:example|sample|dummy|fake|placeholder|test)[_-].*
     """,
@@ -228,6 +232,8 @@ def _key_start(bl: bytes, pos: int) -> int:
 def _quoted_value(b: bytes, pos: int) -> Span | None:
     """If a quoted value (maybe with escaped quotes) starts at ``pos``, the span of its contents."""
     n = len(b)
+    if b[pos : pos + 1] in (b"b", b"r", b"u", b"B", b"R", b"U") and b[pos + 1 : pos + 2] in (b"'", b'"'):
+        pos += 1  # b'...' r"..." literals
     i = pos
     while i < n and i - pos < 4 and b[i] == 0x5C:
         i += 1
@@ -248,6 +254,22 @@ def _quoted_value(b: bytes, pos: int) -> Span | None:
 # the rest of an INI / YAML line, without a trailing " # comment" or blanks
 _TO_EOL_RE = re.compile(rb"(?:[^\r\n\\#]|(?<![ \t])#){0,4096}")
 _HAS_DIGIT_RE = re.compile(rb"[0-9]")
+_IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_WORDS_RE = re.compile(rb"[a-z][a-z _-]{0,40}")
+# a type after "name:": CamelCase or dotted, maybe generic, then , = ) | or the end
+_ANNOTATION_RE = re.compile(rb"(?:[a-z_][a-z0-9_]*\.)*[A-Z][A-Za-z]*[a-z][A-Za-z]*(?:\[[^\]\n]{0,200}\])?[ \t]*(?:[,=)|]|$)")
+_TEMPLATE_RE = re.compile(rb"\$?\{[A-Za-z_][A-Za-z0-9_.]*\}")
+_CODE_HINT_RE = re.compile(rb"[\"'()\[\]{}]| [-+*/%|&<>=]=? |->| (?:if|else|or|and|not|in|is) ")
+_DOC_HEAD_RE = re.compile(rb"(?::param|:type|@param|:arg|:raises?)[ \t]")
+
+
+def _looks_random(value: bytes) -> bool:
+    """A machine-made secret: 16+ token characters with both letters and digits."""
+    return (
+        _TOKENISH_RE.fullmatch(value) is not None
+        and _HAS_DIGIT_RE.search(value) is not None
+        and _HAS_LETTER_RE.search(value) is not None
+    )
 _AUTH_TUPLE_RE = re.compile(
     rb"(?:HTTP(?:Basic|Digest)Auth)?\([ \t]*[\"'][^\"'\n]{0,256}[\"'][ \t]*,[ \t]*[\"'](?P<s>[^\"'\n]{1,256})[\"']"
 )
@@ -272,12 +294,25 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
         # ``--password value``: only command-line flags take a space.
         if not prefix.startswith(b"-"):
             return None
+    before = bl[kstart - 1] if kstart else 0x0A
+    if before in b":{" or (before == 0x3C and bl[kstart - 3 : kstart - 1] == b"?p"):
+        # arn:aws:secretsmanager:...:secret:name, AWS::IAM::AccessKey,
+        # f"{token:02x}", (?P<access_key>...): names, not assignments
+        return None
+    if family == "key":
+        stripped = prefix.rstrip(b"_.-")
+        strong = bool(stripped) and stripped.endswith(_STRONG_KEY_PREFIXES)
+    else:
+        strong = True
     if sep == b">":
         # XML element <password>value</password>
-        if kstart == 0 or bl[kstart - 1] != 0x3C:
+        if before != 0x3C:
             return None
         end = bl.find(b"<", vpos, vpos + 4096)
-        if end <= vpos or _is_placeholder(b[vpos:end]):
+        if end <= vpos:
+            return None
+        value = b[vpos:end]
+        if _is_placeholder(value) or (not strong and not _looks_random(value)):
             return None
         return vpos, end
     if family == "password" and len(kw) <= 5 and kw.startswith(b"pass"):
@@ -288,10 +323,6 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
             return None
     if prefix.rstrip(b"_.-").endswith(b"from"):
         return None  # from_secret: name (Drone), a reference to a secret
-    strong = True
-    if family == "key":
-        stripped = prefix.rstrip(b"_.-")
-        strong = bool(stripped) and stripped.endswith(_STRONG_KEY_PREFIXES)
     # INI / YAML / properties lines take the rest of the line as the value
     # (``password = two words``); shell and .env assignments (``NAME=value
     # cmd``) end at whitespace.
@@ -305,6 +336,8 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
             esc = head.rfind(b"\\n")
             if esc >= 0:
                 head = head[esc + 2 :]
+            if _DOC_HEAD_RE.search(head):
+                return None  # :param str password: the password to use
             to_eol = _LINE_START_RE.fullmatch(head) is not None
     if family in ("auth", "cred") and b[vpos : vpos + 1] in b"(H":
         t = _AUTH_TUPLE_RE.match(b, vpos)  # auth=("user", "pass"), HTTPBasicAuth("u", "p")
@@ -314,6 +347,8 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
     if quoted is not None:
         vstart, vend = quoted
     else:
+        if b[vpos : vpos + 1] in b"{[(#\"'`":
+            return None  # an object, a list, a call, a comment, a closing quote
         vstart = vpos
         if to_eol:
             vend = _TO_EOL_RE.match(b, vpos).end()
@@ -324,27 +359,36 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
     if vend <= vstart:
         return None
     value = b[vstart:vend]
-    if _is_placeholder(value):
+    if _is_placeholder(value.rstrip(b"'\",;")):
         return None
     if value.startswith(b"-----BEGIN"):
         return None  # the private_key rule masks it and keeps its label
+    bare = value.rstrip(b",;")
+    if _IDENT_RE.fullmatch(bare) and bare.lower().replace(b"-", b"_").endswith(kw.replace(b"-", b"_")):
+        return None  # password=password, token=auth_token, "input_token": "next_token": a name
+    if _TEMPLATE_RE.search(value):
+        return None  # f"share-{portfolio_id}", `${token}`: interpolated at run time
+    if (family in ("token", "key", "auth", "cred") or (kw == b"pass" and sep == b":")) and _WORDS_RE.fullmatch(value):
+        return None  # "input_token": "marker", "session-token": machine secrets are not plain words
     if quoted is None:
-        if _is_expression(value):
+        if _is_expression(bare) or (to_eol and _CODE_HINT_RE.search(value)):
             return None
-        vl = value.lower().replace(b"-", b"_")
-        if vl.endswith(kw.replace(b"-", b"_")):
-            return None  # password=password, token=auth_token: a variable
-        if sep == b":" and _TYPE_WORDS_RE.fullmatch(vl):
-            return None  # password: str
+        if sep == b":" and (_TYPE_WORDS_RE.fullmatch(bare.lower()) or _ANNOTATION_RE.match(value)):
+            return None  # password: str, private_key: SSHPrivateKeyTypes, auth: t.Any = None
+        if (
+            sep == b"="
+            and bl[vpos - 1] in b" \t"
+            and _IDENT_RE.fullmatch(bare)
+            and not _HAS_DIGIT_RE.search(bare)
+        ):
+            return None  # token = prev, self.password = password_var: code assigns a variable
     if kw == b"pwd" and prefix in (b"", b"old") and value[:1] in b"/~":
         return None  # PWD=/home/user
-    if family != "password" and len(value) < 12 and _DIGITS_RE.fullmatch(value):
-        return None  # usage counts, ids
+    if _DIGITS_RE.fullmatch(value) and (len(value) < 4 or (family != "password" and len(value) < 12)):
+        return None  # usage counts, ids, flags
     if not strong:
         # "sort_key": "name" is not a secret; a long random value is.
-        if not _TOKENISH_RE.fullmatch(value):
-            return None
-        if _HAS_DIGIT_RE.search(value) is None or _HAS_LETTER_RE.search(value) is None:
+        if not _looks_random(value):
             return None
     p = _VISIBLE_PREFIX_RE.match(value)
     if p is not None and p.end() < len(value):
@@ -352,11 +396,32 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
     return vstart, vend
 
 
+def _auth_header_check(m: re.Match, g: str, b: bytes, bl: bytes) -> bool:
+    s, e = m.span(g + "s")
+    value = b[s:e]
+    if _is_placeholder(value):
+        return False
+    if m.start(g + "sc") < 0 and m.start(g + "oq") < 0:
+        # authorization = self.headers.get(...), 'Authorization': auth: code
+        bare = value.rstrip(b",;")
+        if _is_expression(bare) or (_IDENT_RE.fullmatch(bare) and not _HAS_DIGIT_RE.search(bare)):
+            return False
+    return True
+
+
 # ---------------------------------------------------------------------------
 # Cookies
 # ---------------------------------------------------------------------------
 
-_COOKIE_PAIR_RE = re.compile(rb"(?P<n>[^=;\s\"'\\]{1,256})=(?P<v>[^;\s\"'\\]{1,4096})")
+_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _glued(bl: bytes, pos: int) -> bool:
+    """``bl[pos]`` continues a word (``\\n``-style escapes do not count)."""
+    return pos > 0 and bl[pos - 1] in _WORD_BYTES and not (pos > 1 and bl[pos - 2] == 0x5C)
+
+
+_COOKIE_PAIR_RE = re.compile(rb"[ \t]*(?P<n>[^=;\s\"'\\]{1,256})=(?P<v>[^;\s\"'\\]{1,4096})[ \t]*;?")
 _COOKIE_END_RE = re.compile(rb"[\r\n\"'\\]")
 _COOKIE_ATTRS = frozenset(
     b"path domain expires max-age samesite secure httponly priority partitioned version comment".split()
@@ -368,17 +433,24 @@ def _cookie(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> 
     if m.start(g + "ws") >= 0 and not bl[max(0, start - 2) : start] == b"--":
         return  # "cookie value" in prose; only --cookie takes a space
     is_set = bl[max(0, start - 4) : start] == b"set-"
+    if _glued(bl, start):
+        return  # skip_encoding_cookie=True: an identifier, not a header
     pos = m.end(g[:-1])
     stop = _COOKIE_END_RE.search(b, pos, pos + 16384)
     end = stop.start() if stop is not None else min(len(b), pos + 16384)
     attrs = _COOKIE_ATTRS
-    for p in _COOKIE_PAIR_RE.finditer(b, pos, end):
+    match = _COOKIE_PAIR_RE.match
+    while pos < end:
+        p = match(b, pos, end)  # pairs follow each other: name=value; name=value
+        if p is None:
+            return
         if p.group("n").lower() not in attrs:
             s, e = p.span("v")
             if not (b[s] in b"$<{*xX" and _is_placeholder(b[s:e])):
                 yield s, e
         if is_set:
             return  # Set-Cookie: only the first pair is the cookie; the rest are attributes
+        pos = p.end()
 
 
 # ---------------------------------------------------------------------------
@@ -428,7 +500,7 @@ def _netrc_check(m: re.Match, g: str, b: bytes, bl: bytes) -> bool:
     ``login`` comes shortly before it."""
     s = m.start()
     window = bl[max(0, s - 300) : s]
-    return (b"machine " in window or b"login " in window or b"default" in window) and not _is_placeholder(
+    return b"login " in window and (b"machine " in window or b"default " in window) and not _is_placeholder(
         b[m.start(g + "s") : m.end(g + "s")]
     )
 
@@ -636,10 +708,10 @@ RULES: list[Rule] = [
     Rule(
         "authorization_header", "Authorization / Proxy-Authorization header values (Bearer, Basic, token, Bot...)",
         b"uth",
-        rb"orization(?<=authorization)(?:\\{0,3}[\"'])?[ \t]*[:=][ \t]*(?:\\{0,3}[\"'])?[ \t]*"
-        rb"(?:(?:bearer|basic|token|bot|digest|negotiate|ntlm|apikey|api-key|sso-key|key|jwt|aws4-hmac-sha256)[ \t]+)?"
+        rb"orization(?<=authorization)(?:\\{0,3}[\"'])?[ \t]*[:=][ \t]*(?P<oq>\\{0,3}[\"'])?[ \t]*"
+        rb"(?:(?P<sc>bearer|basic|token|bot|digest|negotiate|ntlm|apikey|api-key|sso-key|key|jwt|aws4-hmac-sha256)[ \t]+)?"
         rb"(?P<s>[^\s\"'\\,;<>{}]{1,4096}(?:[ \t]*,[ \t]*[a-z]{1,32}=[^\s\"'\\,;<>]{1,512}){0,8})",
-        fold=True, check=_group_not_placeholder("s"),
+        fold=True, check=_auth_header_check,
     ),
     _kw("auth", b"uth", rb"(?<=auth)(?P<k>)", (b"auth",), back=1),
     # --- "://": URLs -----------------------------------------------------------

@@ -113,6 +113,25 @@ def test_generic_key_needs_a_secret_looking_value():
 
 def test_type_annotations_are_untouched():
     assert unchanged("def login(user: str, password: str) -> Token:\n    token: Optional[str] = None")
+    assert unchanged("    private_key: SSHPrivateKeyTypes,\n    auth: t.Any = None,")
+    assert redact("    private_key: Xk3pQ9vL2mR7") == "    private_key: " + MASK
+
+
+def test_code_assigning_a_variable_is_untouched():
+    assert unchanged("self.token = nextchar\nexposed, token = result\npasswd = passwd + 'anonymous@'")
+    assert unchanged('"input_token": "next_token",\nportfolio_token = f"share-{portfolio_id}"')
+    assert redact('token = "nx8Kq2p"') == 'token = "' + MASK + '"'
+    assert unchanged('"input_token": "marker"')  # a plain word is not a machine token
+
+
+def test_format_fields_regex_groups_and_arns_are_untouched():
+    assert unchanged("f'token {token:02x}' and r'(?P<access_key>[A-Z0-9]{20})'")
+    assert unchanged('"Resource": "arn:aws:secretsmanager:*:*:secret:prod-db-*"')
+    assert unchanged('"AWS::IAM::AccessKey": "62d91b17309e76c8"')
+
+
+def test_python_bytes_literal_value_is_masked_inside_its_quotes():
+    assert redact("pbkdf2(password=b'hunter22', salt=b'x')") == f"pbkdf2(password=b'{MASK}', salt=b'x')"
 
 
 def test_already_redacted_text_is_stable():
