@@ -82,6 +82,7 @@ class Rule:
     rare: bool = False
     check: Check | None = None
     handler: Handler | None = None
+    guard: bytes = b""  # shared lookbehind tried once before alternatives that start with a lookbehind
     back: int = 0  # secret_assignment: keyword bytes before the scan literal
     family: str = ""  # secret_assignment: password, secret, token, auth, cred, key
 
@@ -634,7 +635,8 @@ RULES: list[Rule] = [
     _kw("password", b"p", rb"wd[0-9]*(?P<k>)", (b"pwd",)),
     Rule(
         "netrc", ".netrc entries: machine host login user password PASS",
-        b"p", rb"assword(?<![a-z0-9_.-]password)[ \t]+(?P<s>[^\s\"'\\]{1,256})",
+        b"p", rb"assword(?<![a-z0-9_.-]password)[ \t]+(?P<s>[^\s\"'\\]{1,256})"
+        rb"(?=[ \t]*(?:\r?\n|\\[nr]|\Z|(?:account|machine|login|default|macdef)[ \t]))",
         fold=True, check=_netrc_check,
     ),
     Rule(
@@ -742,25 +744,22 @@ RULES: list[Rule] = [
     Rule(
         "github_token", "GitHub tokens ghp_, gho_, ghu_, ghs_, ghr_ and github_pat_",
         b"_", rb"(?<=gh[pousr]_)(?P<s>[a-z0-9]{36,255})(?![a-z0-9_])",
-        fold=True, check=_orig_at(-3, b"gh"),
+        fold=True, check=_orig_at(-3, b"gh"), guard=rb"(?<=[pousrmf8ta]_)",
     ),
     Rule("github_token", "", b"_", rb"pat_(?<=github_pat_)(?P<s>[a-z0-9_]{22,255})", fold=True),
-    Rule("npm_token", "npm tokens npm_...", b"_", rb"(?<=npm_)(?P<s>[a-z0-9]{36})(?![a-z0-9_])", fold=True),
+    Rule("npm_token", "npm tokens npm_...", b"_", rb"(?<=npm_)(?P<s>[a-z0-9]{36})(?![a-z0-9_])", fold=True, guard=rb"(?<=[pousrmf8ta]_)"),
     Rule(
         "huggingface_token", "Hugging Face tokens hf_...",
         b"_", rb"(?<=hf_)" + _not_after_word(b"hf_", rb"a-z0-9_") + rb"(?P<s>[a-z0-9]{30,40})(?![a-z0-9_])",
-        fold=True, check=_body_mixed,
-    ),
-    Rule(
-        "stripe_key", "", b"_", rb"(?<=whsec_)(?P<s>[a-z0-9+/]{24,64})", fold=True,
+        fold=True, check=_body_mixed, guard=rb"(?<=[pousrmf8ta]_)",
     ),
     Rule(
         "ai_provider_key", "AI provider keys: Groq gsk_, xAI xai-, Perplexity pplx-, Replicate r8_, Tavily tvly-",
-        b"_", rb"(?<=gsk_)(?P<s>[a-z0-9]{40,64})(?![a-z0-9_])", fold=True, check=_body_mixed,
+        b"k", rb"_(?<=gsk_)(?P<s>[a-z0-9]{40,64})(?![a-z0-9_])", fold=True, check=_body_mixed,
     ),
     Rule(
         "ai_provider_key", "", b"_", rb"(?<=r8_)" + _not_after_word(b"r8_", rb"a-z0-9_") + rb"(?P<s>[a-z0-9]{30,40})(?![a-z0-9_])",
-        fold=True, check=_body_mixed,
+        fold=True, check=_body_mixed, guard=rb"(?<=[pousrmf8ta]_)",
     ),
     Rule(
         "saas_token", "Linear lin_api_, Shopify shpat_/shpca_/shppa_/shpss_, Notion secret_ tokens",
@@ -768,11 +767,12 @@ RULES: list[Rule] = [
     ),
     Rule(
         "saas_token", "", b"_",
-        rb"(?:(?<=shpat_)|(?<=shpca_)|(?<=shppa_)|(?<=shpss_))(?P<s>[a-f0-9]{32})(?![a-z0-9_])", fold=True,
+        rb"(?:(?<=shpat_)|(?<=shpca_)|(?<=shppa_)|(?<=shpss_))(?P<s>[a-f0-9]{32})(?![a-z0-9_])", fold=True, guard=rb"(?<=[pousrmf8ta]_)",
     ),
     Rule(
-        "saas_token", "", b"_", rb"(?<=secret_)(?P<s>[a-z0-9]{43})(?![a-z0-9_])", fold=True, check=_body_mixed,
+        "saas_token", "", b"c", rb"ret_(?<=secret_)(?P<s>[a-z0-9]{43})(?![a-z0-9_])", fold=True, check=_body_mixed,
     ),
+    Rule("stripe_key", "", b"c", rb"_(?<=whsec_)(?P<s>[a-z0-9+/]{24,64})", fold=True),
     Rule(
         "digitalocean_token", "DigitalOcean tokens dop_v1_, doo_v1_, dor_v1_",
         b"_", rb"v1_(?<=do[opr]_v1_)(?P<s>[a-f0-9]{64})(?![a-z0-9_])",
@@ -844,12 +844,12 @@ RULES: list[Rule] = [
         b"g", rb"=(?<![a-z0-9_]sig=)(?<=sig=)(?P<s>[a-z0-9%+/=]{16,512})",
         fold=True,
     ),
-    # --- "j": JWT --------------------------------------------------------------
+    # --- "y" also: JWT ----------------------------------------------------------
     Rule(
         "jwt", "JSON Web Tokens eyJ... (and JWE)",
-        b"j",
-        rb"(?<=eyj)(?P<s>" + _B64U + rb"{8,8192}\.ey" + _B64U + rb"{8,16384}(?:\." + _B64U + rb"{0,8192}){1,3}=*)",
-        fold=True, check=_orig_at(-2, b"eyJ"),
+        b"y",
+        rb"j(?<=eyj)(?P<s>" + _B64U + rb"{8,8192}\.ey" + _B64U + rb"{8,16384}(?:\." + _B64U + rb"{0,8192}){1,3}=*)",
+        fold=True, check=_orig_at(-1, b"eyJ"),
     ),
     # --- "A" (case-sensitive): AWS, AIza, Twilio AC, Telegram ----------------
     Rule(
@@ -932,6 +932,7 @@ def _compile(rules: list[Rule]) -> list[_Scanner]:
     n = 0
     for (fold, scan, rare), members in grouped.items():
         alts = []
+        guarded: dict[bytes, list[bytes]] = {}
         table: dict[str, tuple[Rule, list[str]]] = {}
         for rule in members:
             name = f"r{n}"
@@ -942,9 +943,19 @@ def _compile(rules: list[Rule]) -> list[_Scanner]:
             # An empty group closing each alternative names the rule that
             # matched (m.lastgroup) and marks where it ended, without hiding
             # the alternative's leading literal from the engine's fast check.
-            alts.append(src + b"(?P<" + name.encode() + b">)")
+            alt = src + b"(?P<" + name.encode() + b">)"
+            if rule.guard:
+                if rule.guard not in guarded:
+                    guarded[rule.guard] = []
+                    alts.append(rule.guard)  # placeholder, filled below
+                guarded[rule.guard].append(alt)
+            else:
+                alts.append(alt)
             masks = [f"{name}_{g.decode()}" for g in _GROUP_DEF.findall(rule.pattern) if re.fullmatch(rb"s[0-9]*", g)]
             table[name] = (rule, masks)
+        # alternatives sharing a guard: guard(?:alt|alt...), so a scan stop
+        # that fails the guard costs one lookbehind, not one per alternative
+        alts = [a + b"(?:" + b"|".join(guarded[a]) + b")" if a in guarded else a for a in alts]
         regex = re.compile(re.escape(scan) + b"(?:" + b"|".join(alts) + b")")
         scanners.append(_Scanner(fold, scan, rare, regex, table))
     return scanners
