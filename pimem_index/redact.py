@@ -636,7 +636,7 @@ RULES: list[Rule] = [
     Rule(
         "netrc", ".netrc entries: machine host login user password PASS",
         b"p", rb"assword(?<![a-z0-9_.-]password)[ \t]+(?P<s>[^\s\"'\\]{1,256})"
-        rb"(?=[ \t]*(?:\r?\n|\\[nr]|\Z|(?:account|machine|login|default|macdef)[ \t]))",
+        rb"(?=[ \t]*(?:[\r\n\"'`<\\]|\Z|(?:account|machine|login|default|macdef)[ \t]))",
         fold=True, check=_netrc_check,
     ),
     Rule(
