@@ -272,6 +272,7 @@ class Bench:
         self.corpus: Path | None = None
         self.journal_bytes = 0
         self.code_start = code_digest()
+        self.db_cwds: list[str] = []  # without a manifest, queries run from the index's own folders
 
     def log(self, msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
@@ -394,7 +395,7 @@ class Bench:
         rng = random.Random(7)
         qs: list[dict] = []
         m = self.manifest
-        cwds = sorted(m["projects"]) if m else []
+        cwds = sorted(m["projects"]) if m else self.db_cwds
         if m:  # as many needle queries as common ones, so neither dominates the percentiles
             for rec in rng.sample(m["needles"], min(20, len(m["needles"]))):
                 p = rec["placements"][0]
@@ -418,6 +419,9 @@ class Bench:
             return
         from pimem_index import query
         conn, loc = self.open_lib(db_path, [])
+        with contextlib.suppress(Exception):
+            self.db_cwds = [r[0] for r in conn.execute(
+                "SELECT cwd FROM files WHERE cwd IS NOT NULL GROUP BY cwd ORDER BY COUNT(*) DESC LIMIT 12")]
         home = "/home/u"  # the corpus's home: makes project roots match the manifest's
 
         def search(q, **kw):
@@ -872,7 +876,8 @@ class Bench:
             "machine": {"cpus": os.cpu_count(), "cpu": _cpu_model(), "platform": platform.platform(),
                         "python": platform.python_version(), "sqlite": _sqlite_version(), "loadavg_end": loadavg(),
                         "git": _git_head(), "code_digest_start": self.code_start, "code_digest_end": code_digest()},
-            "corpus": {"path": str(self.corpus), "bytes": self.journal_bytes, "journals": m.get("files_count"),
+            "corpus": {"path": str(self.corpus), "bytes": self.journal_bytes,
+                       "journals": m.get("files_count") or (sum(1 for _ in self.corpus.rglob("*.jsonl")) if self.corpus else None),
                        "seed": m.get("seed"), "entries_by_kind": m.get("entries_by_kind"), "text_pool": m.get("text_pool")},
             "metrics": self.metrics, "notes": self.notes, "details": self.details,
         }
