@@ -36,6 +36,44 @@ How it stays fast (it runs on every indexed entry and every output):
 To add a kind, append a ``Rule`` to ``RULES``: a kind name, a description, the
 scan literal, and a pattern for what follows it, whose groups ``s``, ``s2``...
 cover what to mask (or a ``handler`` that returns spans).
+
+Decisions (what is deliberately *not* masked):
+
+* References and placeholders: ``$VAR``, ``${VAR}``, ``${{ secrets.X }}``,
+  ``%VAR%``, ``<your-token>``, ``{token}``, ``xxxx``, ``****``,
+  ``YOUR_API_KEY``, ``..._here``, ``null``/``true``/``None``, and well-known
+  defaults such as ``changeme`` (public, so not a secret; masking them would
+  only hide what a config says).  Any value starting with ``$`` reads as a
+  reference.
+* Code rather than values: ``args.password``, ``os.environ["X"]``,
+  ``get_token()``, ``token = prev`` (an identifier without digits after
+  `` = ``), ``password: str`` and other annotations, ``f"{token:02x}"``,
+  ``(?P<access_key>...)``, names that end with the keyword
+  (``"input_token": "next_token"``), ARN and ``AWS::`` type names.
+* Metadata beside a secret word: ``token_count``, ``password_field``,
+  ``secret_name``, ``totalTokens`` (the keyword must end the key name), usage
+  counts and short numbers, plain lower-case words as *token/key/auth* values
+  (``"input_token": "marker"``; a password may be a word, so password and
+  secret values are masked whatever they look like).
+* ``key`` alone, or ``*_key`` with a prefix that is not secret-like
+  (``sort_key``, ``cache_key``), masks only values that look machine-made
+  (16+ token characters with letters and digits).
+* Public material: public keys, certificates, ``ssh-ed25519 AAAA...``,
+  git SHAs, UUIDs, provider ids (``toolu_``, ``call_``, ``msg_``,
+  ``chatcmpl-``), package integrity hashes, hex colours.
+
+Limits (known and accepted):
+
+* A random secret with no key name and no known prefix (a bare 40-character
+  string in prose) is not recognised; there is no entropy-only rule, which
+  would mask hashes and ids everywhere.
+* Values end at whitespace unless quoted or on an INI/YAML line
+  (``password = two words``); a shell password with an unquoted space leaks
+  its tail (the shell would split it too).
+* A PEM body longer than 48 KB is masked up to 48 KB.  Slices overlap by
+  64 KB, so no secret shorter than that is cut by a slice boundary.
+* Key names are recognised in ASCII; URL-encoded key names
+  (``password%3D``) are not, except Azure's ``AccountKey%3D``.
 """
 
 from __future__ import annotations
