@@ -351,7 +351,7 @@ def secret_probes(value: str) -> list[str]:
             out.append(r)
         elif len(r) >= 14:
             out.append(r)
-    return sorted(set(out), key=lambda s: -len(s))[:4]
+    return sorted(set(out), key=lambda s: (-len(s), s))[:4]
 
 
 # --------------------------------------------------------------------------- needles
