@@ -234,17 +234,22 @@ def main() -> int:
 
     print("\nadversarial input: seconds per MB at " + ", ".join(f"{s} MB" for s in sizes) + "; ratio largest/1 MB")
     r = random.Random(3)
-    worst = 0.0
+    worst = worst2 = 0.0
     for name, make in ADVERSARIAL.items():
         per_mb = []
         for s in sizes:
             text = make(r, s * MB)[: s * MB]
             per_mb.append(_time(redact, text) / s)
         ratio = per_mb[-1] / per_mb[0] if per_mb[0] > 0 else float("nan")
+        ratio2 = per_mb[-1] / per_mb[1] if len(per_mb) > 1 and per_mb[1] > 0 else float("nan")
         worst = max(worst, ratio)
+        worst2 = max(worst2, ratio2)
         cells = " ".join(f"{t * 1000:7.1f}" for t in per_mb)
-        print(f"  {name:22s} ms/MB {cells}   ratio {ratio:4.2f}   ({1 / max(per_mb):6.0f} MB/s worst)")
-    print(f"\nworst per-MB ratio largest/1 MB: {worst:.2f}")
+        print(
+            f"  {name:22s} ms/MB {cells}   ratio {ratio:4.2f} (vs 2 MB {ratio2:4.2f})   ({1 / max(per_mb):6.0f} MB/s worst)"
+        )
+    print(f"\nworst per-MB ratio largest/1 MB: {worst:.2f}; largest/2 MB: {worst2:.2f}")
+    print("(texts over 1 MB are redacted in slices with a 64 KB overlap: a constant step between 1 and 2 MB)")
     return 0
 
 

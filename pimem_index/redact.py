@@ -1096,16 +1096,31 @@ def _slice_bounds(b: bytes, size: int) -> Iterator[tuple[int, int]]:
 def _redact_large(text: str) -> str:
     b = text.encode("utf-8", "surrogatepass")
     n = len(b)
-    spans: list[Span] = []
+    out: list[bytes] = []
+    pos = 0  # first byte not yet copied to out
+    cur_s = cur_e = -1  # the mask being extended
     for start, end in _slice_bounds(b, SLICE_CHARS):
         stop = min(n, end + SLICE_OVERLAP)
         if stop < n:
             nl = b.rfind(b"\n", end, stop)
             if nl >= 0:
                 stop = nl + 1
-        for s, e in _spans(b[start:stop]):
-            if s < end - start:  # spans starting in the overlap belong to the next slice
-                spans.append((s + start, e + start))
-    if not spans:
+        # spans starting in the overlap belong to the next slice; slices come
+        # in order, so merging as we go keeps memory per slice, not per text
+        spans = sorted((s + start, e + start) for s, e in _spans(b[start:stop]) if s < end - start)
+        for s, e in spans:
+            if s <= cur_e:
+                if e > cur_e:
+                    cur_e = e
+                continue
+            if cur_e >= 0:
+                out.append(b[pos:cur_s])
+                out.append(_MASK_B)
+                pos = cur_e
+            cur_s, cur_e = s, e
+    if cur_e < 0:
         return text
-    return _apply(b, spans).decode("utf-8", "surrogatepass")
+    out.append(b[pos:cur_s])
+    out.append(_MASK_B)
+    out.append(b[cur_e:])
+    return b"".join(out).decode("utf-8", "surrogatepass")
