@@ -943,6 +943,7 @@ for _r in RULES:
     elif _r.description:
         KINDS.setdefault(_r.kind, _r.description)
 KINDS.update(_COVERED_BY_OTHER_RULES)
+KINDS = dict(sorted(KINDS.items()))
 
 
 # ---------------------------------------------------------------------------
