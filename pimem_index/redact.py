@@ -173,10 +173,13 @@ _PLACEHOLDER_RE = re.compile(
 _MASK_CHARS = b"x*.#_ -\xe2\x80\xa2"
 
 
+_ALNUM_RE = re.compile(rb"[A-Za-z0-9]")
+
+
 def _is_placeholder(value: bytes) -> bool:
     v = value.lower().strip()
-    if v in _PLACEHOLDER_WORDS:
-        return True
+    if v in _PLACEHOLDER_WORDS or _ALNUM_RE.search(v) is None:
+        return True  # also ``***``, ``...``, `` + ``: nothing a secret is made of
     if not v.strip(_MASK_CHARS) and (b"x" in v or b"*" in v or b"\xe2\x80\xa2" in v):
         return True  # xxxx, ****, xxxx-xxxx
     if v.endswith((b"_here", b"-here", b" here")):
@@ -294,6 +297,7 @@ def _quoted_value(b: bytes, pos: int) -> Span | None:
 _TO_EOL_RE = re.compile(rb"(?:[^\r\n\\#]|(?<![ \t])#){0,4096}")
 _HAS_DIGIT_RE = re.compile(rb"[0-9]")
 _IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_CONCAT_RE = re.compile(rb"^[ \t]*\+[ \t]|[ \t]\+[ \t]*$")
 _WORDS_RE = re.compile(rb"[a-z][a-z _-]{0,40}")
 # a type after "name:": CamelCase or dotted, maybe generic, then , = ) | or the end
 _ANNOTATION_RE = re.compile(rb"(?:[a-z_][a-z0-9_]*\.)*[A-Z][A-Za-z]*[a-z][A-Za-z]*(?:\[[^\]\n]{0,200}\])?[ \t]*(?:[,=)|]|$)")
@@ -407,6 +411,10 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
         return None  # password=password, token=auth_token, "input_token": "next_token": a name
     if _TEMPLATE_RE.search(value):
         return None  # f"share-{portfolio_id}", `${token}`: interpolated at run time
+    if quoted is not None and _CONCAT_RE.search(value):
+        return None  # "TOKEN=" + prefix + "...": the quotes close and reopen a code string
+    if quoted is None and m.start(g + "kq") >= 0 and _IDENT_RE.fullmatch(bare):
+        return None  # {"password": pw_var}: JSON would quote a string, so this is code
     if (family in ("token", "key", "auth", "cred") or (kw == b"pass" and sep == b":")) and _WORDS_RE.fullmatch(value):
         return None  # "input_token": "marker", "session-token": machine secrets are not plain words
     if quoted is None:
