@@ -14,6 +14,7 @@ from .errors import UserError
 
 MIN_SQLITE = (3, 43, 0)
 BUSY_TIMEOUT_MS = 30_000
+CACHE_KIB = 65_536
 
 OperationalError = sqlite3.OperationalError
 IntegrityError = sqlite3.IntegrityError
@@ -42,6 +43,7 @@ def connect(path: str, *, readonly: bool = False) -> sqlite3.Connection:
     else:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
     if not readonly:
         # Must precede WAL on a new file; on an existing one it changes nothing.
         conn.execute("PRAGMA auto_vacuum = INCREMENTAL")

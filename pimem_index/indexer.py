@@ -9,6 +9,7 @@ line no longer matches its fingerprint is reindexed from byte 0.
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 import os
 import socket
@@ -429,10 +430,8 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: _Batch, expected, r
             conn.execute("UPDATE files SET name = ? WHERE id = ?", (batch.name, file_id))
         if batch.rows:
             first = conn.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM entries").fetchone()[0]
-            # One statement per table and batch: SQLite releases the GIL for the whole insert,
-            # so the parsing thread runs meanwhile (executemany would take the GIL per row).
-            conn.execute(_INSERT_ENTRIES, (first, file_id, file_id, orjson.dumps(batch.rows)))
-            conn.execute(_INSERT_TERMS, (first, orjson.dumps(batch.texts)))
+            session_id = conn.execute("SELECT session_id FROM files WHERE id = ?", (file_id,)).fetchone()[0]
+            _insert_rows(conn, first, file_id, session_id, batch)
         params = {
             "id": file_id, "cursor": batch.end, "lines": batch.lines, "n": len(batch.rows),
             "malformed": batch.malformed, "size": st.st_size, "mtime": st.st_mtime,
@@ -457,15 +456,45 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: _Batch, expected, r
         return file_id
 
 
-_INSERT_ENTRIES = (
-    "INSERT INTO entries (rowid, file_id, session_id, id, parent_id, timestamp, kind, role, tool, "
-    "chars, line, offset, length, fingerprint, tokens_before) "
-    "SELECT ?1 + j.key, ?2, (SELECT session_id FROM files WHERE id = ?3), "
-    "j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, "
-    "j.value ->> 6, j.value ->> 7, j.value ->> 8, j.value ->> 9, j.value ->> 10, j.value ->> 11 "
-    "FROM json_each(?4) AS j"
-)
-_INSERT_TERMS = "INSERT INTO entries_fts (rowid, text) SELECT ?1 + key, value FROM json_each(?2)"
+ENTRY_COLUMNS = ("rowid", "file_id", "session_id", "id", "parent_id", "timestamp", "kind", "role",
+                 "tool", "chars", "line", "offset", "length", "fingerprint", "tokens_before")
+# Rows per multi-row INSERT: few statements (SQLite releases the GIL for each one, so the
+# parsing thread runs meanwhile; executemany would hand the GIL back and forth per row),
+# in a few fixed sizes so each statement is prepared once and then reused from the cache.
+INSERT_SIZES = (512, 64, 8, 1)
+
+
+@functools.lru_cache(maxsize=8)
+def _insert_sql(table: str, columns: tuple[str, ...], rows: int) -> str:
+    one = "(" + ",".join("?" * len(columns)) + ")"
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES " + ",".join([one] * rows)
+
+
+def _chunks(total: int) -> Iterator[tuple[int, int]]:
+    """(start, size) pieces of `total` rows, each size one of INSERT_SIZES."""
+    start = 0
+    for size in INSERT_SIZES:
+        while total - start >= size:
+            yield start, size
+            start += size
+
+
+def _insert_rows(conn: db.Connection, first: int, file_id: int, session_id: str | None,
+                 batch: "_Batch") -> None:
+    """Insert a batch's entries and their terms, many rows per statement."""
+    for i, n in _chunks(len(batch.rows)):
+        rows = batch.rows[i:i + n]
+        texts = batch.texts[i:i + n]
+        rowid = first + i
+        params: list = []
+        for k, row in enumerate(rows):
+            params += (rowid + k, file_id, session_id)
+            params += row
+        conn.execute(_insert_sql("entries", ENTRY_COLUMNS, len(rows)), params)
+        terms: list = []
+        for k, text in enumerate(texts):
+            terms += (rowid + k, text)
+        conn.execute(_insert_sql("entries_fts", ("rowid", "text"), len(texts)), terms)
 
 
 def forget_journal(conn: db.Connection, path: str) -> int:
