@@ -29,6 +29,8 @@ from .redact import redact
 CHUNK_BYTES = 4 * 1024 * 1024
 BATCH_TEXT_BYTES = 8 * 1024 * 1024
 BATCH_ENTRIES = 5000
+# Small journals are written together until this much text is pending: fewer commits.
+GROUP_TEXT_BYTES = 8 * 1024 * 1024
 MAX_LINE_BYTES = 256 * 1024 * 1024
 LEASE_KEY = "backfill_lease"
 LEASE_SECONDS = 120
@@ -606,6 +608,7 @@ def index_all(
         paths = discover(locations)
         report.removed += remove_missing(conn)
         total = len(paths)
+        _merge_settings(conn, bulk=_pending_bytes(conn, paths) >= COMPACT_AFTER_BYTES)
         for done, path in enumerate(_pipelined(conn, paths, forgotten, report), 1):
             if progress:
                 progress(done, total, path)
@@ -616,10 +619,44 @@ def index_all(
             _record_backfill(conn, total, total, complete=True)
             if report.bytes_read >= COMPACT_AFTER_BYTES:
                 compact(conn)
+            _merge_settings(conn, bulk=False)
     finally:
         release_lease(conn, owner)
     report.seconds = time.perf_counter() - started
     return report
+
+
+# FTS5 merge settings: (automerge, crisismerge). A bulk build defers merging to one
+# compaction at the end; otherwise FTS5's defaults keep the segment count low as lines trickle in.
+BULK_MERGE = (0, 64)
+STEADY_MERGE = (4, 16)
+
+
+def _pending_bytes(conn: db.Connection, paths: list[Path]) -> int:
+    """Roughly how much journal a pass has ahead of it."""
+    known = dict(conn.execute("SELECT path, cursor FROM files").fetchall())
+    pending = 0
+    for path in paths:
+        try:
+            pending += max(0, path.stat().st_size - known.get(str(path), 0))
+        except OSError:
+            continue
+    return pending
+
+
+def _merge_settings(conn: db.Connection, bulk: bool) -> None:
+    """Switch FTS5 between bulk and steady merging; a no-op when already set.
+
+    The choice is made again at every backfill, so a build killed in bulk mode heals.
+    """
+    wanted = BULK_MERGE if bulk else STEADY_MERGE
+    current = dict(conn.execute(
+        "SELECT k, v FROM entries_fts_config WHERE k IN ('automerge', 'crisismerge')").fetchall())
+    if (current.get("automerge", 4), current.get("crisismerge", 16)) == wanted:
+        return
+    with db.write(conn):
+        for key, value in zip(("automerge", "crisismerge"), wanted):
+            conn.execute("INSERT INTO entries_fts (entries_fts, rank) VALUES (?, ?)", (key, value))
 
 
 def _pipelined(conn: db.Connection, paths: list[Path], forgotten: forget.Forgotten,
@@ -678,7 +715,7 @@ def _pipelined(conn: db.Connection, paths: list[Path], forgotten: forget.Forgott
         if len(batches) < 2:
             group.append((path, work, batches))
             group_bytes += sum(b.text_bytes for b in batches)
-            if group_bytes >= BATCH_TEXT_BYTES:
+            if group_bytes >= GROUP_TEXT_BYTES:
                 yield from flush()
             continue
         yield from flush()

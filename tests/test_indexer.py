@@ -382,3 +382,30 @@ def test_killed_indexer_lease_expires_and_is_taken_over(conn, locations, new_jou
     conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (indexer.LEASE_KEY, f"dead:1@{time.time() - 1}"))
     report = index_all(conn, locations)
     assert report.lease_holder is None and report.entries_added == 1
+
+
+def fts_config(conn) -> dict:
+    return dict(conn.execute("SELECT k, v FROM entries_fts_config").fetchall())
+
+
+def test_bulk_build_defers_merges_then_compacts_and_restores_steady_merging(conn, locations, new_journal, monkeypatch):
+    monkeypatch.setattr(indexer, "COMPACT_AFTER_BYTES", 10_000)
+    seen = []
+    original = indexer._merge_settings
+    monkeypatch.setattr(indexer, "_merge_settings", lambda c, bulk: (seen.append(bulk), original(c, bulk)))
+    make_corpus(new_journal, sessions=3, turns=30)
+    index_all(conn, locations)
+    assert seen == [True, False]
+    config = fts_config(conn)
+    assert (config["automerge"], config["crisismerge"]) == indexer.STEADY_MERGE
+    segments = conn.execute("SELECT COUNT(*) FROM entries_fts_idx WHERE segid > 0 GROUP BY segid").fetchall()
+    assert len(segments) == 1, "compaction leaves one segment"
+
+
+def test_a_build_killed_in_bulk_mode_heals_at_the_next_pass(conn, locations, new_journal):
+    j = new_journal()
+    j.user("small change")
+    indexer._merge_settings(conn, bulk=True)
+    assert (fts_config(conn)["automerge"], fts_config(conn)["crisismerge"]) == indexer.BULK_MERGE
+    index_all(conn, locations)
+    assert (fts_config(conn)["automerge"], fts_config(conn)["crisismerge"]) == indexer.STEADY_MERGE
