@@ -83,6 +83,8 @@ def index_cmd(locations: Locations, journals, as_json, watch, interval):
     for j in journals:
         if not os.path.isfile(j) and not _known(locations, j):
             raise UserError(f"no such journal: {j} (e.g. pimem index ~/.pi/agent/sessions/--home-u-app--/<file>.jsonl)")
+        if os.path.isfile(j) and not os.access(j, os.R_OK):
+            raise UserError(f"cannot read journal {j}: permission denied (check its owner and mode, e.g. chmod u+r)")
     conn = open_index(locations)
     if watch:
         _watch(conn, locations, [os.path.abspath(j) for j in journals] or None, interval)

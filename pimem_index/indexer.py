@@ -191,6 +191,8 @@ def _prepare(conn: db.Connection, path: str, forgotten: forget.Forgotten) -> _Wo
         fh = open(path, "rb")
     except FileNotFoundError:
         return _Work(path, row) if row is not None else None
+    except OSError:
+        return None  # unreadable now (permissions, a vanished mount): kept as it is, tried next pass
     st = os.fstat(fh.fileno())
     work = _Work(path, row, fh=fh, st=st, forgotten=forgotten)
     if row is not None:

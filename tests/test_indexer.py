@@ -409,3 +409,26 @@ def test_a_build_killed_in_bulk_mode_heals_at_the_next_pass(conn, locations, new
     assert (fts_config(conn)["automerge"], fts_config(conn)["crisismerge"]) == indexer.BULK_MERGE
     index_all(conn, locations)
     assert (fts_config(conn)["automerge"], fts_config(conn)["crisismerge"]) == indexer.STEADY_MERGE
+
+
+def test_unreadable_journal_is_skipped_and_the_rest_indexed(conn, locations, new_journal, monkeypatch):
+    good = new_journal("Apps/good")
+    good.user("readable entry")
+    bad = new_journal("Apps/bad")
+    bad.user("unreadable entry")
+    os.chmod(bad.path, 0)
+    if os.geteuid() == 0:  # root reads through mode 0: make the kernel's refusal happen anyway
+        real_open = open
+
+        def refuse(path, *args, **kwargs):
+            if str(path) == str(bad.path):
+                raise PermissionError(13, "Permission denied", str(path))
+            return real_open(path, *args, **kwargs)
+
+        monkeypatch.setattr("builtins.open", refuse)
+    report = index_all(conn, locations)
+    assert report.entries_added == 1
+    assert entry_count(conn, good.path) == 1 and entry_count(conn, bad.path) == 0
+    monkeypatch.undo()
+    os.chmod(bad.path, 0o644)
+    assert index_all(conn, locations).entries_added == 1
