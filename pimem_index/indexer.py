@@ -39,6 +39,8 @@ BACKFILL_KEY = "backfill"
 RACY_SECONDS = 2.0
 # A backfill that read this much merges the term index's segments afterwards.
 COMPACT_AFTER_BYTES = 32 * 1024 * 1024
+# How often a backfill renews its lease and publishes its progress.
+PROGRESS_SECONDS = 1.0
 
 
 @dataclass
@@ -611,12 +613,17 @@ def index_all(
         report.removed += remove_missing(conn)
         total = len(paths)
         _merge_settings(conn, bulk=_pending_bytes(conn, paths) >= COMPACT_AFTER_BYTES)
+        last_write = time.monotonic()
         for done, path in enumerate(_pipelined(conn, paths, forgotten, report), 1):
             if progress:
                 progress(done, total, path)
-            if take_lease(conn, owner) is not None:
-                break
-            _record_backfill(conn, total, done, complete=False)
+            if time.monotonic() - last_write >= PROGRESS_SECONDS and report.files:
+                # Renew the lease and publish progress now and then, not after every journal:
+                # a steady pass over unchanged journals writes nothing.
+                if take_lease(conn, owner) is not None:
+                    break
+                _record_backfill(conn, total, done, complete=False)
+                last_write = time.monotonic()
         else:
             _record_backfill(conn, total, total, complete=True)
             if report.bytes_read >= COMPACT_AFTER_BYTES:
@@ -760,6 +767,12 @@ def remove_missing(conn: db.Connection) -> int:
 
 
 def _record_backfill(conn: db.Connection, total: int, done: int, complete: bool) -> None:
+    """Publish backfill progress for the replies' `indexing` block (unchanged: nothing written)."""
+    raw = store.get_meta(conn, BACKFILL_KEY)
+    if raw:
+        old = orjson.loads(raw)
+        if (old.get("journals_total"), old.get("journals_done"), old.get("complete")) == (total, done, complete):
+            return
     with db.write(conn):
         store.set_meta(conn, BACKFILL_KEY, orjson.dumps({
             "journals_total": total, "journals_done": done, "complete": complete, "at": _now(),

@@ -432,3 +432,15 @@ def test_unreadable_journal_is_skipped_and_the_rest_indexed(conn, locations, new
     monkeypatch.undo()
     os.chmod(bad.path, 0o644)
     assert index_all(conn, locations).entries_added == 1
+
+
+def test_a_pass_over_unchanged_journals_writes_only_the_lease(conn, locations, new_journal):
+    for k in range(5):
+        j = new_journal(f"Apps/p{k}")
+        j.user(f"entry {k}")
+        j.set_mtime(datetime.now(timezone.utc) - timedelta(minutes=5))
+    index_all(conn, locations)
+    before = conn.total_changes
+    report = index_all(conn, locations)
+    assert report.files == 0 and report.entries_added == 0
+    assert conn.total_changes - before == 2, "take and release the lease, nothing else"
