@@ -677,3 +677,16 @@ async def test_agent_cannot_name_another_projects_session(ds, world, token):
         api_path("search", world, q="", scope="session", session_id=world["b"].session_id), **bearer(token))
     assert other.status_code == 400 and "not in this project" in other.json()["error"]
     assert world["b"].session_id not in json.dumps(other.json().get("results", []))
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("path", ["/-/pi-memory/api/forget", "/-/pi-memory/api/unforget",
+                                  "/-/pi-memory/forget", "/-/pi-memory/api/gc"])
+async def test_no_http_route_can_forget_or_collect(ds, world, token, path):
+    for method in ("get", "post"):
+        for kwargs in ({"actor": ROOT}, bearer(token)):
+            response = await getattr(ds.client, method)(path + f"?id={world['ids']['user']}", **kwargs)
+            assert response.status_code in (404, 405), (method, path, response.status_code)
+    read = await ds.client.get(api_path("read", world), **bearer(token))
+    assert read.json()["status"] == "ok"
+    assert not (world["a"].path.parent.parent.parent / "pi-memory" / "forgotten.jsonl").exists()
