@@ -436,8 +436,9 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: _Batch, expected, r
             conn.execute("UPDATE files SET name = ? WHERE id = ?", (batch.name, file_id))
         if batch.rows:
             first = conn.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM entries").fetchone()[0]
-            session_id = conn.execute("SELECT session_id FROM files WHERE id = ?", (file_id,)).fetchone()[0]
-            _insert_rows(conn, first, file_id, session_id, batch)
+            session_id, cwd = conn.execute(
+                "SELECT session_id, cwd FROM files WHERE id = ?", (file_id,)).fetchone()
+            _insert_rows(conn, first, file_id, session_id, store.scope_terms(cwd, session_id), batch)
         params = {
             "id": file_id, "cursor": batch.end, "lines": batch.lines, "n": len(batch.rows),
             "malformed": batch.malformed, "size": st.st_size, "mtime": st.st_mtime,
@@ -486,7 +487,7 @@ def _chunks(total: int) -> Iterator[tuple[int, int]]:
 
 
 def _insert_rows(conn: db.Connection, first: int, file_id: int, session_id: str | None,
-                 batch: "_Batch") -> None:
+                 scope: str, batch: "_Batch") -> None:
     """Insert a batch's entries and their terms, many rows per statement."""
     for i, n in _chunks(len(batch.rows)):
         rows = batch.rows[i:i + n]
@@ -499,8 +500,8 @@ def _insert_rows(conn: db.Connection, first: int, file_id: int, session_id: str 
         conn.execute(_insert_sql("entries", ENTRY_COLUMNS, len(rows)), params)
         terms: list = []
         for k, text in enumerate(texts):
-            terms += (rowid + k, text)
-        conn.execute(_insert_sql("entries_fts", ("rowid", "text"), len(texts)), terms)
+            terms += (rowid + k, text, scope)
+        conn.execute(_insert_sql("entries_fts", ("rowid", "text", "scope"), len(texts)), terms)
 
 
 def forget_journal(conn: db.Connection, path: str) -> int:

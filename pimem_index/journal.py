@@ -7,6 +7,7 @@ Only conversation lines become index entries; settings, labels and extension sta
 from __future__ import annotations
 
 import json
+import os
 import re
 import zlib
 from dataclasses import dataclass
@@ -128,9 +129,10 @@ def interpret(obj: dict, lineno: int) -> Header | SessionName | Entry | None:
                       role="custom", tool=_str_or_none(obj.get("customType")))
     if kind == "session":
         version = obj.get("version")
+        cwd = _str_or_none(obj.get("cwd"))
         return Header(
             session_id=_str_or_none(obj.get("id")),
-            cwd=_str_or_none(obj.get("cwd")),
+            cwd=os.path.normpath(cwd) if cwd and cwd.startswith("/") else cwd,
             timestamp=normalize_timestamp(obj.get("timestamp")),
             parent_session=_str_or_none(obj.get("parentSession") or obj.get("branchedFrom")),
             version=version if isinstance(version, int) else 1,

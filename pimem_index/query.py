@@ -57,6 +57,17 @@ class Scope:
                     [self.root, like_prefix(self.root)])
         return "1", []
 
+    def term(self) -> str | None:
+        """The same rule on the term index's `scope` column (store.scope_terms), or None for global.
+
+        It narrows what FTS5 ranks to this scope's matches; the SQL predicate stays the rule.
+        """
+        if self.name == "session":
+            return store.scope_token("s", self.session_id)
+        if self.name == "project":
+            return store.scope_token("c" if self.exact else "p", self.root.rstrip("/") or "/")
+        return None
+
     def as_json(self) -> dict:
         return {"scope": self.name, "root": self.root if self.name == "project" else None}
 
@@ -221,8 +232,11 @@ def query_terms(query: str | None) -> list[str]:
     return seen
 
 
-def fts_expression(terms: list[str], op: str) -> str:
-    return f" {op} ".join(f'"{t}"' for t in terms)
+def fts_expression(terms: list[str], op: str, scope: Scope | None = None) -> str:
+    """Quoted literal terms joined by AND or OR, in the text column, within the scope's term."""
+    expression = "{text} : (" + f" {op} ".join(f'"{t}"' for t in terms) + ")"
+    term = scope.term() if scope else None
+    return f'{expression} AND {{scope}} : "{term}"' if term else expression
 
 
 def _filters(scope: Scope, since: str | None, until: str | None, kinds: list[str]) -> tuple[str, list]:
@@ -265,10 +279,10 @@ def search(conn: db.Connection, locations: Locations, query: str | None = None, 
         reply["results"] = [_hit(conn, locations, r, None, []) for r in rows]
     else:
         match = "all"
-        rows = _ranked(conn, fts_expression(terms, "AND"), where, params)
+        rows = _ranked(conn, fts_expression(terms, "AND", sc), where, params)
         if not rows and len(terms) > 1:
             match = "any"
-            rows = _ranked(conn, fts_expression(terms, "OR"), where, params)
+            rows = _ranked(conn, fts_expression(terms, "OR", sc), where, params)
         now = time.time()
         scored = sorted(((_rerank(r, now), r) for r in rows), key=lambda sr: sr[0], reverse=True)
         reply["match"] = match
@@ -292,7 +306,7 @@ def summaries(conn: db.Connection, locations: Locations, query: str | None = Non
 
 def _ranked(conn, expression: str, where: str, params: list) -> list:
     return conn.execute(
-        f"SELECT {ENTRY_COLUMNS}, bm25(entries_fts) AS bm25 FROM entries_fts "
+        f"SELECT {ENTRY_COLUMNS}, bm25(entries_fts, 1.0, 0.0) AS bm25 FROM entries_fts "
         "JOIN entries e ON e.rowid = entries_fts.rowid JOIN files f ON f.id = e.file_id "
         f"WHERE entries_fts MATCH ? AND {where} ORDER BY bm25 LIMIT {CANDIDATES}",
         [expression, *params],

@@ -6,12 +6,13 @@ is deleted and rebuilt rather than read with the wrong meaning.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 from . import db
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 FTS_HASHSIZE = 16 * 1024 * 1024
 
 SCHEMA = """
@@ -71,6 +72,7 @@ CREATE INDEX IF NOT EXISTS entries_summaries ON entries(timestamp)
     WHERE kind IN ('compaction', 'branch_summary');
 CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts USING fts5(
     text,
+    scope,
     content='',
     contentless_delete=1,
     tokenize='unicode61 remove_diacritics 2'
@@ -89,6 +91,33 @@ SELECT
 FROM files
 WHERE files.session_id IS NOT NULL AND NOT files.forgotten;
 """
+
+
+def scope_token(kind: str, value: str) -> str:
+    """A search term standing for one folder or session: `p` (the folder or a folder above
+    the entry's), `c` (exactly the entry's folder) or `s` (its session), then a hash."""
+    return kind + hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+def scope_terms(cwd: str | None, session_id: str | None) -> str:
+    """The `scope` column of an entry's terms: its folder, every folder above it, its session.
+
+    A scoped search then asks FTS5 for entries holding one of these terms, so ranking only
+    ever looks at the scope's matches, however large the rest of the index.
+    """
+    terms = []
+    if cwd:
+        terms.append(scope_token("c", cwd))
+        path = cwd
+        while True:
+            terms.append(scope_token("p", path))
+            parent = os.path.dirname(path)
+            if parent == path:
+                break
+            path = parent
+    if session_id:
+        terms.append(scope_token("s", session_id))
+    return " ".join(terms)
 
 
 def open_index(path: str | Path) -> db.Connection:

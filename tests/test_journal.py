@@ -174,3 +174,8 @@ def test_lone_surrogate_escape_from_a_cut_emoji_is_kept_and_replaced():
     assert item.kind == "tool_result"
     assert "and more" in item.text
     item.text.encode("utf-8")
+
+
+def test_header_cwd_is_normalised_so_scopes_compare_folders():
+    item = parse({"type": "session", "version": 3, "id": "s", "cwd": "/home/u/proj/./sub/"}, 1)
+    assert item.cwd == "/home/u/proj/sub"

@@ -444,3 +444,20 @@ def test_nothing_outside_the_journal_folders_is_read(conn, locations, new_journa
     assert page["status"] == "unavailable" and "outside the journal folders" in page["reason"]
     hit = query.search(conn, locations, "wombat", scope="global")["results"][0]
     assert hit["excerpt"] == query.UNAVAILABLE and "wombat" not in hit["excerpt"]
+
+
+def test_scoped_ranking_only_looks_at_the_scopes_entries(conn, locations, home, new_journal):
+    mine = new_journal("Apps/mine")
+    mine_id = mine.user("common words with a rare marker")
+    other = new_journal("Apps/other")
+    for k in range(30):
+        other.user(f"common words again {k}")
+    index_all(conn, locations)
+    sc = query.resolve_scope(conn, "project", cwd=str(home / "Apps/mine"))
+    expression = query.fts_expression(["common", "words"], "AND", sc)
+    ranked = conn.execute("SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?", (expression,)).fetchall()
+    assert len(ranked) == 1
+    assert ids(query.search(conn, locations, "common words", cwd=str(home / "Apps/mine"))) == [mine_id]
+    everywhere = conn.execute("SELECT COUNT(*) FROM entries_fts WHERE entries_fts MATCH ?",
+                              (query.fts_expression(["common", "words"], "AND"),)).fetchone()[0]
+    assert everywhere == 31
