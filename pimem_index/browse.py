@@ -13,8 +13,7 @@ from pathlib import Path
 from . import db
 from .errors import UserError
 from .locations import Locations
-from .query import ENTRY_COLUMNS, UNAVAILABLE, entry_json, reread
-from .redact import redact
+from .query import ENTRY_COLUMNS, UNAVAILABLE, entry_json, redacted_head, reread
 
 SESSION_PAGE = 200
 TITLE_CHARS = 120
@@ -53,26 +52,28 @@ def journal_cwd(conn: db.Connection, path: str) -> str | None:
     return row[0] if row else None
 
 
-def _text(conn, locations: Locations, row) -> tuple[str | None, str | None]:
-    """(redacted text, None) or (None, why it is unavailable)."""
+def _text(conn, locations: Locations, row, max_chars: int) -> tuple[str | None, str | None, int]:
+    """(the first max_chars of the redacted text, None, characters in all) or (None, why not, 0).
+
+    Only what is shown is redacted (with a margin), not all of a multi-megabyte output.
+    """
     if not locations.contains(Path(row[8])):
-        return None, OUTSIDE
+        return None, OUTSIDE, 0
     text = reread(conn, row, locations)
     if text is None:
-        return None, UNAVAILABLE
-    return redact(text), None
+        return None, UNAVAILABLE, 0
+    return redacted_head(text, max_chars), None, len(text)
 
 
 def _shown(conn, locations: Locations, row, max_chars: int) -> dict:
     data = entry_json(row)
     data["rowid"] = row[0]
     data["line"] = row[12]
-    text, missing = _text(conn, locations, row)
+    text, missing, total = _text(conn, locations, row, max_chars)
     if text is None:
         data.update(text=missing, unavailable=True, total_chars=0, truncated=False)
     else:
-        data.update(text=text[:max_chars], unavailable=False, total_chars=len(text),
-                    truncated=len(text) > max_chars)
+        data.update(text=text, unavailable=False, total_chars=total, truncated=total > max_chars)
     return data
 
 
@@ -165,7 +166,7 @@ def recent_sessions(conn: db.Connection, locations: Locations, limit: int = 15) 
                 (file_id,),
             ).fetchone()
             if first is not None:
-                text, _missing = _text(conn, locations, first)
+                text, _missing, _total = _text(conn, locations, first, TITLE_CHARS * 4)
                 title = one_line(text, TITLE_CHARS) if text else None
         out.append({"session_id": sid, "title": title, "name": name, "cwd": cwd, "started": started,
                     "last_timestamp": last, "entries": count, "bytes": size})

@@ -411,6 +411,22 @@ def excerpt(text: str, terms: list[str], width: int = EXCERPT_CHARS) -> str:
     return " ".join(piece.split())
 
 
+# A secret that starts in the part of a text that is shown ends within this many characters.
+REDACT_MARGIN = 65_536
+
+
+def redacted_head(text: str, chars: int) -> str:
+    """The first `chars` characters of redact(text), without redacting all of a huge text.
+
+    The prefix redacted runs a margin past what is shown (to a line end), so a secret that
+    starts in the shown part is masked whole; a key block cut off there is masked too.
+    """
+    if len(text) <= chars + REDACT_MARGIN:
+        return redact(text)[:chars]
+    cut = text.find("\n", chars + REDACT_MARGIN)
+    return redact(text if cut < 0 else text[:cut])[:chars]
+
+
 def _first_term(text: str, terms: list[str]) -> int:
     lowered = text.lower()
     best = -1

@@ -461,3 +461,14 @@ def test_scoped_ranking_only_looks_at_the_scopes_entries(conn, locations, home, 
     everywhere = conn.execute("SELECT COUNT(*) FROM entries_fts WHERE entries_fts MATCH ?",
                               (query.fts_expression(["common", "words"], "AND"),)).fetchone()[0]
     assert everywhere == 31
+
+
+def test_redacted_head_masks_a_secret_that_starts_in_the_shown_part():
+    token = "gh" + "p_" + "Ab3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc0Ef3Hi6"
+    text = "x" * 979 + " " + token + "\n" + ("filler line\n" * 20_000)
+    head = query.redacted_head(text, 1000)
+    assert len(head) == 1000 and token[:4] in head
+    assert token[4:12] not in head
+    cut_naively = query.redact(text[:1000])
+    assert token[4:12] in cut_naively, "the margin is what masks a secret cut at the edge"
+    assert query.redacted_head("short " + token, 1000) == query.redact("short " + token)
