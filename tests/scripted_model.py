@@ -122,12 +122,7 @@ class ScriptedModel:
                 pass
 
             def _json(self, status: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, payload)
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
@@ -360,3 +355,13 @@ def pi_package_dir(pi_bin: Path) -> Path | None:
                 return None
             return None
     return None
+
+
+def send_json(handler, status: int, payload: dict) -> None:
+    """Answer an http.server request with a JSON body."""
+    data = json.dumps(payload).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)

@@ -25,7 +25,7 @@ import pytest
 
 from pimem_index import pi_tool
 from pimem_index.errors import UserError
-from scripted_model import EXTENSION_DIR, find_pi, pi_package_dir
+from scripted_model import EXTENSION_DIR, find_pi, pi_package_dir, send_json
 
 TS_SOURCE = EXTENSION_DIR / "memory_context.ts"
 FORBIDDEN_EVENTS = ["context", "before_agent_start", "before_provider_request", "agent_end", "turn_end"]
@@ -195,12 +195,7 @@ class _Api:
                     }
                 )
                 status, payload = api.responses.get(parts.path, (404, {"error": "no such route"}))
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, payload)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
