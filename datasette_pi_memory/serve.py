@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import errno
 import json
 import os
 import secrets
+import socket
 import tempfile
 from pathlib import Path
 
@@ -123,6 +125,7 @@ def serve(locations: Locations, host: str = "127.0.0.1", port: int = 8001,
         store.open_index(locations.db_path).close()
     except db.DatabaseError as e:
         raise UserError(f"{locations.db_path} is not a pimem index ({e}); point --db elsewhere or delete it") from None
+    _check_port(host, port)
     secret = ensure_secret(locations)
     database = Path(locations.db_path).stem
     metadata, config = metadata_and_config(locations, database, background_index)
@@ -136,6 +139,19 @@ def serve(locations: Locations, host: str = "127.0.0.1", port: int = 8001,
         "-c", _readable_once(json.dumps(config)), "-m", _readable_once(json.dumps(metadata)),
     ]
     datasette_serve.main(args=args, prog_name="pimem serve", standalone_mode=False)
+
+
+def _check_port(host: str, port: int) -> None:
+    """Fail with one line, before anything starts, when the address cannot be bound."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as e:
+            hint = " (is pimem serve already running?)" if e.errno == errno.EADDRINUSE else ""
+            raise UserError(f"cannot listen on {host}:{port}: {e.strerror}{hint}; "
+                            f"choose another port, e.g. pimem serve --port {port + 1}") from None
 
 
 def _readable_once(text: str) -> str:

@@ -266,3 +266,16 @@ def test_serve_without_background_indexing(env, agent_dir, home, servers):
     path = urllib.parse.quote(str(journal.path))
     status, body = get(f"{server.url}/-/pi-memory/api/search?q=grebe&journal={path}", token)
     assert status == 200 and len(json.loads(body)["results"]) == 1
+
+
+def test_serve_on_a_port_in_use_is_a_one_line_error(agent_dir):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run([sys.executable, "-m", "pimem_index", "serve", "--port", str(port)],
+                                capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "--port" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "Uvicorn running" not in result.stderr + result.stdout
