@@ -43,12 +43,17 @@ def common(fn):
 
 
 def open_index(locations: Locations) -> db.Connection:
+    """The index, or a one-line error saying what is wrong with its path."""
+    path = locations.db_path
+    if path.is_dir():
+        raise UserError(f"{path} is a folder; --db takes the index file (e.g. --db {path / 'history.sqlite'})")
     try:
-        return store.open_index(locations.db_path)
+        return store.open_index(path)
+    except OSError as e:
+        raise UserError(f"cannot create the index at {path}: {e.strerror} "
+                        "(e.g. --db ~/.pi/agent/pi-memory/history.sqlite)") from None
     except db.DatabaseError as e:
-        raise UserError(
-            f"{locations.db_path} is not a pimem index ({e}); point --db elsewhere or delete it"
-        ) from None
+        raise UserError(f"{path} is not a pimem index ({e}); point --db elsewhere or delete it") from None
 
 
 def emit_json(data) -> None:

@@ -228,3 +228,15 @@ def test_search_indexes_new_lines_first_unless_told_not_to(run, populated, home)
     assert stale["results"] == []
     fresh = json.loads(run("search", "quasars", "--json", "--cwd", home / "Apps/prjct").output)
     assert [r["kind"] for r in fresh["results"]] == ["user"]
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda tmp: tmp / "a-folder", "is a folder"),
+    (lambda tmp: tmp / "a-file" / "below-a-file.sqlite", "cannot create the index"),
+])
+def test_unusable_index_path_is_a_one_line_error(run, tmp_path, make, message):
+    (tmp_path / "a-folder").mkdir()
+    (tmp_path / "a-file").write_text("not a folder")
+    result = run("status", "--db", make(tmp_path))
+    assert result.exit_code == 1 and message in result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
