@@ -25,6 +25,10 @@ class Group(click.Group):
             raise click.ClickException(str(e)) from None
         except db.DatabaseError as e:
             raise click.ClickException(f"the index could not be used: {e} (try: pimem rebuild)") from None
+        except KeyboardInterrupt:
+            click.echo("\nInterrupted: everything indexed so far is kept; run the command again to go on.",
+                       err=True)
+            ctx.exit(130)
 
 
 def common(fn):

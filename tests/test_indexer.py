@@ -444,3 +444,25 @@ def test_a_pass_over_unchanged_journals_writes_only_the_lease(conn, locations, n
     report = index_all(conn, locations)
     assert report.files == 0 and report.entries_added == 0
     assert conn.total_changes - before == 2, "take and release the lease, nothing else"
+
+
+def test_ctrl_c_mid_pass_keeps_what_was_indexed_and_says_so(tmp_path, locations, new_journal):
+    make_corpus(new_journal, sessions=20, turns=200)
+    db_path = tmp_path / "interrupted.sqlite"
+    store.open_index(db_path).close()
+    proc = run_pimem(["index"], db_path, locations)
+    watcher = store.open_index(db_path)
+    deadline = time.time() + 120
+    while time.time() < deadline and watcher.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 0:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert b"Interrupted" in err and b"Traceback" not in err
+    kept = watcher.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+    assert kept > 0
+    watcher.execute("DELETE FROM meta WHERE key = ?", (indexer.LEASE_KEY,))
+    index_all(watcher, locations)
+    clean = store.open_index(tmp_path / "clean.sqlite")
+    index_all(clean, locations)
+    assert snapshot(watcher) == snapshot(clean)
