@@ -463,8 +463,8 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: _Batch, expected, r
         return file_id
 
 
-ENTRY_COLUMNS = ("rowid", "file_id", "session_id", "id", "parent_id", "timestamp", "kind", "role",
-                 "tool", "chars", "line", "offset", "length", "fingerprint", "tokens_before")
+INSERT_COLUMNS = ("rowid", "file_id", "session_id", "id", "parent_id", "timestamp", "kind", "role",
+                  "tool", "chars", "line", "offset", "length", "fingerprint", "tokens_before")
 # Rows per multi-row INSERT: few statements (SQLite releases the GIL for each one, so the
 # parsing thread runs meanwhile; executemany would hand the GIL back and forth per row),
 # in a few fixed sizes so each statement is prepared once and then reused from the cache.
@@ -497,7 +497,7 @@ def _insert_rows(conn: db.Connection, first: int, file_id: int, session_id: str 
         for k, row in enumerate(rows):
             params += (rowid + k, file_id, session_id)
             params += row
-        conn.execute(_insert_sql("entries", ENTRY_COLUMNS, len(rows)), params)
+        conn.execute(_insert_sql("entries", INSERT_COLUMNS, len(rows)), params)
         terms: list = []
         for k, text in enumerate(texts):
             terms += (rowid + k, text, scope)
