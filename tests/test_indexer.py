@@ -352,17 +352,21 @@ def test_two_indexers_at_once_lose_and_duplicate_nothing(tmp_path, locations, ne
     assert entry_count(got) == 12 * 150 * 3
 
 
-def test_indexer_killed_mid_pass_then_rerun_equals_clean_run(tmp_path, locations, new_journal):
-    make_corpus(new_journal, sessions=20, turns=200)
-    db_path = tmp_path / "killed.sqlite"
+def index_in_background(db_path, locations):
+    """Start `pimem index` in a child process; return it and a connection, once it has written rows."""
     store.open_index(db_path).close()
     proc = run_pimem(["index"], db_path, locations)
     watcher = store.open_index(db_path)
     deadline = time.time() + 120
-    while time.time() < deadline:
-        if watcher.execute("SELECT COUNT(*) FROM entries").fetchone()[0] > 0:
-            break
+    while time.time() < deadline and watcher.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 0:
         time.sleep(0.01)
+    return proc, watcher
+
+
+def test_indexer_killed_mid_pass_then_rerun_equals_clean_run(tmp_path, locations, new_journal):
+    make_corpus(new_journal, sessions=20, turns=200)
+    db_path = tmp_path / "killed.sqlite"
+    proc, watcher = index_in_background(db_path, locations)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     partial = watcher.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
@@ -448,13 +452,7 @@ def test_a_pass_over_unchanged_journals_writes_only_the_lease(conn, locations, n
 
 def test_ctrl_c_mid_pass_keeps_what_was_indexed_and_says_so(tmp_path, locations, new_journal):
     make_corpus(new_journal, sessions=20, turns=200)
-    db_path = tmp_path / "interrupted.sqlite"
-    store.open_index(db_path).close()
-    proc = run_pimem(["index"], db_path, locations)
-    watcher = store.open_index(db_path)
-    deadline = time.time() + 120
-    while time.time() < deadline and watcher.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 0:
-        time.sleep(0.01)
+    proc, watcher = index_in_background(tmp_path / "interrupted.sqlite", locations)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
