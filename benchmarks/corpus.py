@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import bisect
 import datetime as dt
 import gzip
 import hashlib
@@ -584,7 +583,7 @@ class Session:
             if rng.random() < self.g.image_rate * 0.5:
                 path = path.rsplit(".", 1)[0] + ".png"
                 args = {"path": path}
-                text = f"Read image file [image/png]"
+                text = "Read image file [image/png]"
                 images = [{"type": "image", "data": self.g.bytes.b64_slice(rng, rng.randint(30_000, 500_000)), "mimeType": "image/png"}]
                 self.g.images += 1
             else:

@@ -28,7 +28,6 @@ import platform
 import random
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import threading

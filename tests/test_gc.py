@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from pimem_index import gc, store
+from pimem_index import gc
 from pimem_index.errors import UserError
 from pimem_index.indexer import index_all
 

@@ -11,14 +11,12 @@ import json
 import os
 import sqlite3
 import time
-from pathlib import Path
 
 import pytest
 import pytest_asyncio
 from datasette.tokens import TokenRestrictions
 from datasette_test import Datasette
 
-from pimem_index import indexer, store
 from pimem_index.indexer import index_all
 
 from datasette_pi_memory.serve import ensure_secret, make_token
