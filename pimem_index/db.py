@@ -44,11 +44,13 @@ def connect(path: str, *, readonly: bool = False) -> sqlite3.Connection:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
-    if not readonly:
-        # Must precede WAL on a new file; on an existing one it changes nothing.
+    if not readonly and conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        # A new file: auto_vacuum must precede WAL. An index already in WAL mode is left alone,
+        # so opening it takes no lock and never waits for a writer.
         conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
         conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
+    if not readonly:
+        conn.execute("PRAGMA synchronous = NORMAL")  # per connection; safe in WAL mode
     return conn
 
 

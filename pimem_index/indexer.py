@@ -784,15 +784,10 @@ def _now() -> str:
     return journal.iso_utc(datetime.now(timezone.utc))
 
 
-def optimize(conn: db.Connection) -> None:
-    """Merge the term index's segments into one after a bulk build (smaller and faster to query)."""
-    conn.execute("INSERT INTO entries_fts (entries_fts) VALUES ('optimize')")
-
-
 def compact(conn: db.Connection, pages: int = 2000) -> int:
     """Merge every segment into one, a few thousand pages per short write transaction.
 
-    The same result as `optimize`, without holding the write lock for the whole merge.
+    The same result as FTS5's `optimize`, without holding the write lock for the whole merge.
     Returns the number of transactions it took.
     """
     steps = 0
@@ -822,7 +817,7 @@ def rebuild(locations: Locations, progress: Callable[[int, int, Path], None] | N
     new = store.open_index(tmp)
     try:
         report = index_all(new, locations, progress=progress)
-        optimize(new)
+        compact(new)
         if live.exists():
             target = store.open_index(live)
             try:

@@ -126,7 +126,9 @@ def open_index(path: str | Path) -> db.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = db.connect(str(path))
     version = schema_version(conn)
-    if version is not None and version != SCHEMA_VERSION:
+    if version == SCHEMA_VERSION:
+        return conn  # opening a current index writes nothing, so it never waits for a writer
+    if version is not None:
         conn.close()
         delete_index_files(path)
         conn = db.connect(str(path))

@@ -10,7 +10,6 @@ import sys
 import time
 from datetime import datetime, timedelta, timezone
 
-import pytest
 
 from pimem_index import indexer, store
 from pimem_index.indexer import index_all, index_journal
@@ -464,3 +463,19 @@ def test_ctrl_c_mid_pass_keeps_what_was_indexed_and_says_so(tmp_path, locations,
     clean = store.open_index(tmp_path / "clean.sqlite")
     index_all(clean, locations)
     assert snapshot(watcher) == snapshot(clean)
+
+
+def test_opening_a_current_index_writes_nothing(locations, new_journal):
+    j = new_journal()
+    j.user("already indexed")
+    first = store.open_index(locations.db_path)
+    index_all(first, locations)
+    first.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        started = time.monotonic()
+        second = store.open_index(locations.db_path)
+        assert time.monotonic() - started < 1
+        assert second.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 1
+        assert second.total_changes == 0
+    finally:
+        first.execute("ROLLBACK")
