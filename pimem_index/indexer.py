@@ -500,8 +500,8 @@ def _insert_rows(conn: db.Connection, first: int, file_id: int, session_id: str 
         conn.execute(_insert_sql("entries", INSERT_COLUMNS, len(rows)), params)
         terms: list = []
         for k, text in enumerate(texts):
-            terms += (rowid + k, text, scope)
-        conn.execute(_insert_sql("entries_fts", ("rowid", "text", "scope"), len(texts)), terms)
+            terms += (rowid + k, store.fts_text(text, scope))
+        conn.execute(_insert_sql("entries_fts", ("rowid", "text"), len(texts)), terms)
 
 
 def forget_journal(conn: db.Connection, path: str) -> int:

@@ -5,6 +5,8 @@ Replies are plain dicts in the contract's JSON shapes, identical for the CLI and
 
 from __future__ import annotations
 
+import functools
+import math
 import os
 import re
 import time
@@ -58,7 +60,7 @@ class Scope:
         return "1", []
 
     def term(self) -> str | None:
-        """The same rule on the term index's `scope` column (store.scope_terms), or None for global.
+        """The same rule as a term of the index (store.scope_terms), or None for global.
 
         It narrows what FTS5 ranks to this scope's matches; the SQL predicate stays the rule.
         """
@@ -223,20 +225,48 @@ def check_offset(offset) -> int:
 
 
 def query_terms(query: str | None) -> list[str]:
-    """Every run of letters or digits: FTS5 syntax in a query is only text."""
+    """Every run of letters or digits: FTS5 syntax in a query is only text.
+
+    A run is cut where FTS5's tokenizer would cut it, so each term is one token (the index
+    keeps no positions, so FTS5 refuses a quoted term of two tokens).
+    """
     seen: list[str] = []
-    for term in _TERM.findall(query or ""):
-        t = term.lower()
-        if t not in seen:
-            seen.append(t)
+    for run in _TERM.findall(query or ""):
+        for term in _split_at_separators(run):
+            t = term.lower()
+            if t and t not in seen:
+                seen.append(t)
     return seen
 
 
+def _split_at_separators(run: str) -> list[str]:
+    if run.isascii():
+        return [run]
+    return re.split("|".join(map(re.escape, {c for c in run if _fts_separator(c)})) or "(?!)", run)
+
+
+@functools.lru_cache(maxsize=4096)
+def _fts_separator(char: str) -> bool:
+    """Whether FTS5's unicode61 tokenizer treats a letter or digit Python accepts as a separator
+    (a few letters newer than its Unicode tables): asked of FTS5 itself, once per character."""
+    if char.isascii():
+        return False
+    probe = db.connect(":memory:")
+    try:
+        probe.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, {store.FTS_OPTIONS})")
+        probe.execute("SELECT count(*) FROM t WHERE t MATCH ?", (f'"a{char}b"',)).fetchone()
+        return False
+    except db.OperationalError:
+        return True
+    finally:
+        probe.close()
+
+
 def fts_expression(terms: list[str], op: str, scope: Scope | None = None) -> str:
-    """Quoted literal terms joined by AND or OR, in the text column, within the scope's term."""
-    expression = "{text} : (" + f" {op} ".join(f'"{t}"' for t in terms) + ")"
+    """Quoted literal terms joined by AND or OR, within the scope's term."""
+    expression = "(" + f" {op} ".join(f'"{t}"' for t in terms) + ")"
     term = scope.term() if scope else None
-    return f'{expression} AND {{scope}} : "{term}"' if term else expression
+    return f'{expression} AND "{term}"' if term else expression
 
 
 def _filters(scope: Scope, since: str | None, until: str | None, kinds: list[str]) -> tuple[str, list]:
@@ -279,10 +309,10 @@ def search(conn: db.Connection, locations: Locations, query: str | None = None, 
         reply["results"] = [_hit(conn, locations, r, None, []) for r in rows]
     else:
         match = "all"
-        rows = _ranked(conn, fts_expression(terms, "AND", sc), where, params)
+        rows = _ranked(conn, terms, "AND", sc, where, params)
         if not rows and len(terms) > 1:
             match = "any"
-            rows = _ranked(conn, fts_expression(terms, "OR", sc), where, params)
+            rows = _ranked(conn, terms, "OR", sc, where, params)
         now = time.time()
         scored = sorted(((_rerank(r, now), r) for r in rows), key=lambda sr: sr[0], reverse=True)
         reply["match"] = match
@@ -304,19 +334,63 @@ def summaries(conn: db.Connection, locations: Locations, query: str | None = Non
                   action="summaries", **kwargs)
 
 
-def _ranked(conn, expression: str, where: str, params: list) -> list:
+# BM25's constants, as FTS5's bm25() uses them.
+BM25_K1 = 1.2
+BM25_B = 0.75
+STATS_SECONDS = 60.0
+STATS_EXACT_BELOW = 20_000
+_stats_cache: dict[str, tuple] = {}
+
+
+def _ranked(conn, terms: list[str], op: str, scope: Scope, where: str, params: list) -> list:
+    """Up to CANDIDATES matches, best first by BM25 over which terms an entry holds.
+
+    The index keeps no positions (store.FTS_OPTIONS), so a term counts once per entry: the
+    score is the sum of the held terms' IDF, times BM25's length factor on the entry's
+    characters. For `AND` every match holds every term, so the length factor decides.
+    """
+    count, average = _collection_stats(conn)
+    weights = [_idf(conn, t, count) for t in terms]
+    if op == "AND":
+        held, held_params = "?", [sum(weights)]
+    else:
+        held = " + ".join(
+            "(CASE WHEN e.rowid IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?) "
+            "THEN ? ELSE 0 END)" for _ in terms)
+        held_params = [p for t, w in zip(terms, weights) for p in (f'"{t}"', w)]
+    score = f"({held}) * {BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * e.chars / ?))"
     return conn.execute(
-        f"SELECT {ENTRY_COLUMNS}, bm25(entries_fts, 1.0, 0.0) AS bm25 FROM entries_fts "
+        f"SELECT {ENTRY_COLUMNS}, {score} AS score FROM entries_fts "
         "JOIN entries e ON e.rowid = entries_fts.rowid JOIN files f ON f.id = e.file_id "
-        f"WHERE entries_fts MATCH ? AND {where} ORDER BY bm25 LIMIT {CANDIDATES}",
-        [expression, *params],
+        f"WHERE entries_fts MATCH ? AND {where} ORDER BY score DESC, e.rowid DESC LIMIT {CANDIDATES}",
+        [*held_params, max(average, 1.0), fts_expression(terms, op, scope), *params],
     ).fetchall()
 
 
+def _idf(conn, term: str, count: int) -> float:
+    """BM25's inverse document frequency, from how many entries hold the term (FTS5's formula)."""
+    holding = conn.execute(
+        "SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?", (f'"{term}"',)).fetchone()[0]
+    return max(1e-6, math.log((count - holding + 0.5) / (holding + 0.5)))
+
+
+def _collection_stats(conn) -> tuple[int, float]:
+    """(entries, average characters): counted again when a small index changed, or when a
+    large one changed and the count is a minute old (they move slowly; counting costs)."""
+    key = conn.execute("PRAGMA database_list").fetchone()[2]
+    last = conn.execute("SELECT max(rowid) FROM entries").fetchone()[0]
+    cached = _stats_cache.get(key)
+    now = time.monotonic()
+    if cached is None or (cached[1] != last and (cached[2] < STATS_EXACT_BELOW or now - cached[0] > STATS_SECONDS)):
+        count, chars = conn.execute("SELECT count(*), total(chars) FROM entries").fetchone()
+        cached = _stats_cache[key] = (now, last, count, chars / count if count else 0.0)
+    return cached[2], cached[3]
+
+
 def _rerank(row, now: float) -> float:
-    """-bm25 / (1 + age / 30 days): a month-old entry counts half an equally relevant new one."""
+    """score / (1 + age / 30 days): a month-old entry counts half an equally relevant new one."""
     age_days = max(0.0, (now - _epoch(row[3])) / 86400.0) if row[3] else 365.0
-    return -row[-1] / (1.0 + age_days / RECENCY_DAYS)
+    return row[-1] / (1.0 + age_days / RECENCY_DAYS)
 
 
 def _epoch(ts: str) -> float:

@@ -12,8 +12,13 @@ from pathlib import Path
 
 from . import db
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 FTS_HASHSIZE = 16 * 1024 * 1024
+# The term index's options, shared with the benchmark's floor. detail=none keeps which entries
+# hold a term and nothing else: no positions (no query needs them; excerpts come from the
+# journal) and no per-column lists, so the index stays a fraction of the journals' size.
+# FTS5's bm25() needs positions, so query.py ranks with its own BM25 (query._ranked).
+FTS_OPTIONS = "content='', contentless_delete=1, detail=none, tokenize='unicode61 remove_diacritics 2'"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -70,13 +75,7 @@ CREATE INDEX IF NOT EXISTS entries_id ON entries(id);
 CREATE INDEX IF NOT EXISTS entries_timestamp ON entries(timestamp);
 CREATE INDEX IF NOT EXISTS entries_summaries ON entries(timestamp)
     WHERE kind IN ('compaction', 'branch_summary');
-CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts USING fts5(
-    text,
-    scope,
-    content='',
-    contentless_delete=1,
-    tokenize='unicode61 remove_diacritics 2'
-);
+CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts USING fts5(text, {fts_options});
 CREATE VIEW IF NOT EXISTS sessions AS
 SELECT
     files.session_id,
@@ -100,10 +99,12 @@ def scope_token(kind: str, value: str) -> str:
 
 
 def scope_terms(cwd: str | None, session_id: str | None) -> str:
-    """The `scope` column of an entry's terms: its folder, every folder above it, its session.
+    """The scope terms indexed after an entry's text: its folder, every folder above it, its session.
 
     A scoped search then asks FTS5 for entries holding one of these terms, so ranking only
-    ever looks at the scope's matches, however large the rest of the index.
+    ever looks at the scope's matches, however large the rest of the index. A hash cannot
+    be mistaken for a word of the text (and a word that matched one would only widen what
+    FTS5 returns: the SQL scope predicate still decides).
     """
     terms = []
     if cwd:
@@ -170,7 +171,13 @@ def ensure_schema(conn: db.Connection) -> None:
         conn.execute("INSERT INTO entries_fts (entries_fts, rank) VALUES ('hashsize', ?)", (FTS_HASHSIZE,))
 
 
+def fts_text(text: str, scope: str) -> str:
+    """What the term index gets for one entry: its redacted text, then its scope terms."""
+    return f"{text}\n{scope}" if scope else text
+
+
 def _statements(script: str) -> list[str]:
+    script = script.replace("{fts_options}", FTS_OPTIONS)
     return [s.strip() for s in script.split(";\n") if s.strip()]
 
 

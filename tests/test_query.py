@@ -243,6 +243,52 @@ def test_recency_orders_equally_relevant_entries(conn, locations, new_journal):
     assert reply["results"][0]["score"] > reply["results"][1]["score"] * 2
 
 
+def test_a_short_entry_holding_every_term_ranks_above_a_long_one(conn, locations, new_journal):
+    j = new_journal()
+    long_id = j.tool_result("bash", "ocelot margay " + " ".join(f"line{k}" for k in range(3000)))
+    short_id = j.user("ocelot and margay in one sentence")
+    neither = j.user("an unrelated note")
+    index_all(conn, locations)
+    reply = query.search(conn, locations, "ocelot margay", scope="global")
+    assert ids(reply) == [short_id, long_id]
+    assert neither not in ids(reply)
+    assert reply["results"][0]["score"] > reply["results"][1]["score"] > 0
+
+
+def test_any_match_ranks_an_entry_holding_the_rarer_term_first(conn, locations, new_journal):
+    j = new_journal()
+    for k in range(30):
+        j.user(f"common heron sighting {k}")
+    rare_id = j.user("a bittern sighting")
+    index_all(conn, locations)
+    reply = query.search(conn, locations, "heron bittern egret", scope="global", limit=50)
+    assert reply["match"] == "any"
+    assert ids(reply)[0] == rare_id
+    assert len(ids(reply)) == 31
+
+
+def test_a_letter_fts5_treats_as_a_separator_splits_the_query_term(conn, locations, new_journal):
+    j = new_journal()
+    joined = "quoll\u19b0numbat"
+    entry = j.user(f"marsupials {joined} here")
+    other = j.user("marsupials elsewhere")
+    index_all(conn, locations)
+    assert query.query_terms(joined) == ["quoll", "numbat"]
+    reply = query.search(conn, locations, joined, scope="global")
+    assert reply["match"] == "all" and ids(reply) == [entry]
+    assert other not in ids(reply)
+
+
+def test_the_term_index_keeps_no_positions(conn, locations, new_journal):
+    j = new_journal()
+    j.user("alpha beta gamma")
+    index_all(conn, locations)
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'entries_fts'").fetchone()[0]
+    assert "detail=none" in sql
+    with pytest.raises(Exception, match="phrase"):
+        conn.execute("SELECT rowid FROM entries_fts WHERE entries_fts MATCH '\"alpha beta\"'").fetchall()
+
+
 def test_no_query_lists_newest_first(conn, locations, new_journal):
     j = new_journal()
     a = j.user("first")
