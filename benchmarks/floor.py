@@ -4,7 +4,8 @@
 
 Extracts the indexable text of every journal entry (with the project's own parser,
 ``pimem_index.journal``, when it exists; a plain fallback otherwise) and inserts it into
-a bare ``fts5(text, content='', contentless_delete=1)`` table in large transactions.
+a bare ``fts5(text, <the index's own options>)`` table (``pimem_index.store.FTS_OPTIONS``:
+contentless, the same tokenizer and detail) in large transactions.
 Only the inserts (and their commits) are timed; parsing is timed separately. The floor
 is reported as MB of journal per second of insert time: no indexer writing the same
 terms on one core can be faster than that.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import sys
 import tempfile
@@ -101,6 +103,15 @@ def get_extractor() -> tuple[str, object]:
     return "pimem_index.journal.parse_line", extract
 
 
+def _index_fts_options() -> str:
+    """The index's own FTS5 options, so the floor writes the same kind of term index."""
+    try:
+        from pimem_index.store import FTS_OPTIONS  # type: ignore
+    except ImportError:
+        return "content='', contentless_delete=1"
+    return FTS_OPTIONS
+
+
 def get_redactor():
     try:
         from pimem_index.redact import redact  # type: ignore
@@ -118,7 +129,7 @@ def journals(corpus: Path) -> list[Path]:
 
 def measure(corpus: str | os.PathLike, db_path: str | None = None, optimize: bool = True,
             tokenize: str | None = None, keep: bool = False, config: dict | None = None,
-            time_redaction: bool = True) -> dict:
+            time_redaction: bool = True, fts_options: str | None = None) -> dict:
     corpus = Path(corpus)
     files = journals(corpus)
     name, extract = get_extractor()
@@ -134,8 +145,10 @@ def measure(corpus: str | os.PathLike, db_path: str | None = None, optimize: boo
         except FileNotFoundError:
             pass
     conn = db.connect(db_path)
-    tok = f", tokenize='{tokenize}'" if tokenize else ""
-    conn.execute(f"CREATE VIRTUAL TABLE fts USING fts5(text, content='', contentless_delete=1{tok})")
+    options = fts_options or _index_fts_options()
+    if tokenize:
+        options = re.sub(r"tokenize='[^']*'", "", options).rstrip(", ") + f", tokenize='{tokenize}'"
+    conn.execute(f"CREATE VIRTUAL TABLE fts USING fts5(text, {options})")
     for key, value in (config or {}).items():  # e.g. automerge=8, crisismerge=32, pgsz=8000
         conn.execute("INSERT INTO fts(fts, rank) VALUES (?, ?)", (key, int(value)))
 
@@ -231,6 +244,7 @@ def measure(corpus: str | os.PathLike, db_path: str | None = None, optimize: boo
     jmb = journal_bytes / MB
     return {
         "extractor": name,
+        "fts_options": options,
         "fts_config": config or {},
         "journals": len(files),
         "journal_bytes": journal_bytes,
@@ -294,14 +308,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("corpus")
     ap.add_argument("--db", default=None, help="where to build the bare FTS5 table (default: a temporary file)")
     ap.add_argument("--no-optimize", action="store_true")
-    ap.add_argument("--tokenize", default=None, help="FTS5 tokenize= option (default: unicode61 defaults)")
+    ap.add_argument("--tokenize", default=None, help="FTS5 tokenize= option (default: the index's)")
+    ap.add_argument("--fts-options", default=None,
+                    help="FTS5 options after the column (default: the index's, pimem_index.store.FTS_OPTIONS)")
     ap.add_argument("--keep", action="store_true", help="keep the floor database")
     ap.add_argument("--config", action="append", default=[], metavar="KEY=N",
                     help="FTS5 configuration before the inserts, e.g. automerge=8 (repeatable; default: FTS5's defaults)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     config = dict(c.split("=", 1) for c in args.config)
-    r = measure(args.corpus, args.db, optimize=not args.no_optimize, tokenize=args.tokenize, keep=args.keep, config=config)
+    r = measure(args.corpus, args.db, optimize=not args.no_optimize, tokenize=args.tokenize, keep=args.keep,
+                config=config, fts_options=args.fts_options)
     if args.json:
         print(orjson.dumps(r).decode())
     else:
