@@ -9,12 +9,18 @@ line no longer matches its fingerprint is reindexed from byte 0.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import itertools
+import multiprocessing
 import os
+import pickle
+import queue
+import signal
 import socket
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -41,6 +47,13 @@ RACY_SECONDS = 2.0
 COMPACT_AFTER_BYTES = 32 * 1024 * 1024
 # How often a backfill renews its lease and publishes its progress.
 PROGRESS_SECONDS = 1.0
+# A bulk backfill parses in a child process, which sends parsed journals in messages of
+# about this much text (a larger batch goes alone)...
+MESSAGE_TEXT_BYTES = 4 * 1024 * 1024
+# ...and queues at most this many while one is being sent: memory is bounded in bytes.
+CHILD_QUEUED_MESSAGES = 2
+# How often the writer checks that the parsing process is alive, and the process its parent.
+CHILD_POLL_SECONDS = 1.0
 
 
 @dataclass
@@ -167,10 +180,11 @@ class _Work:
     start_line: int = 0
     session_id: str | None = None
     forgotten: forget.Forgotten | None = None
+    missing: bool = False  # the journal is gone: its rows are removed
 
-    @property
-    def missing(self) -> bool:
-        return self.fh is None
+    def detached(self) -> "_Work":
+        """What the writer needs (no open file, no forget list): a copy that pickles."""
+        return dataclasses.replace(self, fh=None, forgotten=None)
 
     def batches(self) -> Iterator["_Batch"]:
         if self.missing:
@@ -192,7 +206,7 @@ def _prepare(conn: db.Connection, path: str, forgotten: forget.Forgotten) -> _Wo
     try:
         fh = open(path, "rb")
     except FileNotFoundError:
-        return _Work(path, row) if row is not None else None
+        return _Work(path, row, missing=True) if row is not None else None
     except OSError:
         return None  # unreadable now (permissions, a vanished mount): kept as it is, tried next pass
     st = os.fstat(fh.fileno())
@@ -396,6 +410,146 @@ def _prefetch(items: Iterator, ahead_bytes: int = 3 * BATCH_TEXT_BYTES) -> Itera
             state["stop"] = True
             ready.notify_all()
         worker.join()
+
+
+class ParserStopped(RuntimeError):
+    """The process parsing a backfill's journals ended without finishing (it was killed)."""
+
+
+def _text_bytes(item: tuple) -> int:
+    return getattr(item[2], "text_bytes", 0)
+
+
+def _from_child(db_file: str, paths: list[Path], forgotten: forget.Forgotten) -> Iterator[tuple]:
+    """`_produce`'s items, parsed and redacted in a child process.
+
+    This process then has one Python thread, so SQLite never waits for the GIL after a
+    statement. The child sends pickled lists of items, about MESSAGE_TEXT_BYTES of text
+    each, through a pipe: one is being written here, one being sent, CHILD_QUEUED_MESSAGES
+    wait in the child and one is being parsed. It is spawned, not forked (the caller may
+    have threads); it exits when this process dies, and is stopped when this generator is
+    closed (the pass ended, Ctrl-C, an error). Its errors are raised here as they are; its
+    death raises ParserStopped.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    receiver, sender = ctx.Pipe(duplex=False)
+    try:  # fewer, larger reads than the default 64 KiB pipe allows (Linux only)
+        import fcntl
+        fcntl.fcntl(receiver.fileno(), fcntl.F_SETPIPE_SZ, 1024 * 1024)
+    except (ImportError, AttributeError, OSError):
+        pass
+    child = ctx.Process(target=_child_main, name="pimem-parse", daemon=True,
+                        args=(sender, db_file, paths, forgotten, os.getpid(), MESSAGE_TEXT_BYTES))
+    try:
+        child.start()
+    finally:
+        sender.close()  # only the child writes: its end closing is how its death shows here
+    try:
+        while True:
+            message = collections.deque(_receive(receiver, child))
+            while message:
+                item = message.popleft()
+                if item[0] == "done":
+                    return
+                if item[0] == "error":
+                    raise item[2]
+                yield item
+    finally:
+        receiver.close()
+        if child.is_alive():
+            child.terminate()
+        child.join(5)
+        if child.is_alive():
+            child.kill()
+            child.join()
+        child.close()
+
+
+def _receive(receiver, child) -> list:
+    """The child's next message; ParserStopped if it died, never a wait on a dead child."""
+    while not receiver.poll(CHILD_POLL_SECONDS):
+        if not child.is_alive() and not receiver.poll(0):
+            break
+    try:
+        data = receiver.recv_bytes()
+    except (EOFError, OSError):
+        child.join(1)
+        code = child.exitcode
+        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+        raise ParserStopped(
+            f"the process parsing journals (pid {child.pid}) stopped unexpectedly ({how}); "
+            "everything written so far is kept: run the command again to go on") from None
+    return pickle.loads(data)
+
+
+def _child_main(sender, db_file: str, paths: list[Path], forgotten: forget.Forgotten,
+                parent: int, message_bytes: int) -> None:
+    """The child process of `_from_child`: runs `_produce`, sends its items in messages.
+
+    A thread sends them, so parsing goes on while the writer is busy: up to
+    CHILD_QUEUED_MESSAGES wait in a queue, besides the one being sent and the one being built.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the writer's to handle; it stops us
+    _return_large_blocks()
+    threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
+    outbox: queue.Queue = queue.Queue(maxsize=CHILD_QUEUED_MESSAGES)
+
+    def send() -> None:
+        try:
+            while (data := outbox.get()) is not None:
+                sender.send_bytes(data)
+        except OSError:  # the writer is gone or stopped reading: nobody wants the rest
+            os._exit(0)
+
+    sending = threading.Thread(target=send, daemon=True)
+    sending.start()
+    pending: list = []
+    pending_bytes = 0
+    for item in _errors_as_items(_produce(db_file, paths, forgotten)):
+        size = _text_bytes(item)
+        if pending and pending_bytes + size > message_bytes:
+            outbox.put(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))
+            pending, pending_bytes = [], 0
+        pending.append(item)
+        pending_bytes += size
+    pending.append(("done", None, None))
+    outbox.put(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))
+    outbox.put(None)
+    sending.join()
+    sender.close()
+
+
+def _errors_as_items(items: Iterator[tuple]) -> Iterator[tuple]:
+    """The items, then ("error", None, exception) if producing them failed, for the writer to raise."""
+    try:
+        yield from items
+    except Exception as e:
+        e.add_note("(in the process parsing journals)\n" + "".join(traceback.format_exc()))
+        try:
+            pickle.loads(pickle.dumps(e))
+        except Exception:
+            e = RuntimeError(f"{type(e).__name__}: {e}")
+        yield ("error", None, e)
+
+
+def _return_large_blocks() -> None:
+    """In the child: give every freed block of 1 MiB or more back to the system (glibc only).
+
+    Messages and chunks are a few MiB each; glibc's default raises its threshold to their
+    size and then keeps them in a heap that never shrinks, which costs tens of MiB of RSS.
+    """
+    try:
+        import ctypes
+        ctypes.CDLL(None).mallopt(-3, 1024 * 1024)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        pass
+
+
+def _exit_when_orphaned(parent: int) -> None:
+    """In the child: exit at once when the writer died (SIGKILL runs none of its cleanup)."""
+    while os.getppid() == parent:
+        time.sleep(CHILD_POLL_SECONDS)
+    os._exit(1)
 
 
 def _write_batch(conn, path: str, st: os.stat_result, batch: _Batch, expected, reset: bool) -> int:
@@ -613,9 +767,10 @@ def index_all(
         paths = discover(locations)
         report.removed += remove_missing(conn)
         total = len(paths)
-        _merge_settings(conn, bulk=_pending_bytes(conn, paths) >= COMPACT_AFTER_BYTES)
+        bulk = _pending_bytes(conn, paths) >= COMPACT_AFTER_BYTES
+        _merge_settings(conn, bulk=bulk)
         last_write = time.monotonic()
-        for done, path in enumerate(_pipelined(conn, paths, forgotten, report), 1):
+        for done, path in enumerate(_pipelined(conn, paths, forgotten, report, bulk=bulk), 1):
             if progress:
                 progress(done, total, path)
             if time.monotonic() - last_write >= PROGRESS_SECONDS and report.files:
@@ -669,32 +824,51 @@ def _merge_settings(conn: db.Connection, bulk: bool) -> None:
             conn.execute("INSERT INTO entries_fts (entries_fts, rank) VALUES (?, ?)", (key, value))
 
 
-def _pipelined(conn: db.Connection, paths: list[Path], forgotten: forget.Forgotten,
-               report: IndexReport) -> Iterator[Path]:
-    """Index journals in order, parsing the next ones in a thread while this one is written.
+def _produce(db_file: str, paths: list[Path], forgotten: forget.Forgotten) -> Iterator[tuple]:
+    """The parsing side of a backfill: ("skip"|"work"|"batch"|"end", path, payload) per journal.
 
-    The thread decides each journal's work with its own connection, so parsing runs ahead
-    across journals, not only within one. A journal another indexer changed meanwhile is
-    done again on its own. Yields each path once it is done.
+    Decides each journal's work with its own connection, so parsing runs ahead across
+    journals, not only within one. Runs in a thread or in a child process; everything it
+    yields pickles.
+    """
+    reader = db.connect(db_file)
+    try:
+        for path in paths:
+            work = _prepare(reader, os.path.abspath(path), forgotten)
+            if work is None:
+                yield ("skip", path, None)
+                continue
+            with work:
+                yield ("work", path, work.detached())
+                for batch in work.batches():
+                    yield ("batch", path, batch)
+            yield ("end", path, None)
+    finally:
+        reader.close()
+
+
+def _pipelined(conn: db.Connection, paths: list[Path], forgotten: forget.Forgotten,
+               report: IndexReport, bulk: bool = False) -> Iterator[Path]:
+    """Index journals in order, parsing the next ones while this one is written.
+
+    Parsing runs in a thread, or for a bulk pass in a child process, so that this process
+    keeps a single Python thread and SQLite never waits for the GIL. A journal another
+    indexer changed meanwhile is done again on its own. Yields each path once it is done.
     """
     db_file = conn.execute("PRAGMA database_list").fetchone()[2]
+    if bulk:
+        items = _from_child(db_file, paths, forgotten)
+    else:
+        items = _prefetch(_produce(db_file, paths, forgotten))
+    try:
+        yield from _write_all(conn, items, forgotten, report)
+    finally:
+        items.close()  # stops the thread or the process at once, however this pass ends
 
-    def produce() -> Iterator[tuple]:
-        reader = db.connect(db_file)
-        try:
-            for path in paths:
-                work = _prepare(reader, os.path.abspath(path), forgotten)
-                if work is None:
-                    yield ("skip", path, None)
-                    continue
-                with work:
-                    yield ("work", path, work)
-                    for batch in work.batches():
-                        yield ("batch", path, batch)
-                yield ("end", path, None)
-        finally:
-            reader.close()
 
+def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: forget.Forgotten,
+               report: IndexReport) -> Iterator[Path]:
+    """The writing side of `_pipelined`: small journals grouped, large ones batch by batch."""
     group: list[tuple[Path, _Work | None, list[_Batch]]] = []
     group_bytes = 0
 
@@ -716,7 +890,6 @@ def _pipelined(conn: db.Connection, paths: list[Path], forgotten: forget.Forgott
         group, group_bytes = [], 0
         yield from done
 
-    items = _prefetch(produce())
     for kind, path, work in items:
         if kind == "skip":
             group.append((path, None, []))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -10,6 +11,7 @@ import sys
 import time
 from datetime import datetime, timedelta, timezone
 
+import pytest
 
 from pimem_index import indexer, store
 from pimem_index.indexer import index_all, index_journal
@@ -479,3 +481,56 @@ def test_opening_a_current_index_writes_nothing(locations, new_journal):
         assert second.total_changes == 0
     finally:
         first.execute("ROLLBACK")
+
+
+def force_parsing_in_a_child(monkeypatch, message_bytes: int = 20_000) -> list:
+    """Every backfill counts as bulk, so it parses in a child process; returns the calls seen."""
+    monkeypatch.setattr(indexer, "COMPACT_AFTER_BYTES", 1)
+    monkeypatch.setattr(indexer, "MESSAGE_TEXT_BYTES", message_bytes)
+    calls = []
+    original = indexer._from_child
+    monkeypatch.setattr(indexer, "_from_child", lambda *a: (calls.append(a), original(*a))[1])
+    return calls
+
+
+def test_bulk_backfill_parsed_in_a_child_process_equals_a_threaded_pass(tmp_path, locations, new_journal,
+                                                                      monkeypatch):
+    make_corpus(new_journal, sessions=6, turns=60)
+    small = new_journal("Apps/small")
+    small.user("a small journal is grouped with others")
+    small.append_bytes(b"{not json\n")
+    threaded = store.open_index(tmp_path / "threaded.sqlite")
+    by_thread = index_all(threaded, locations)
+    calls = force_parsing_in_a_child(monkeypatch)
+    child = store.open_index(tmp_path / "child.sqlite")
+    by_child = index_all(child, locations)
+    assert len(calls) == 1
+    assert by_child.as_json() | {"seconds": 0} == by_thread.as_json() | {"seconds": 0}
+    assert by_child.malformed == 1 and by_child.files == 7
+    assert snapshot(child) == snapshot(threaded)
+
+
+def test_a_killed_parser_process_is_a_clear_error_and_leaves_only_whole_batches(tmp_path, locations,
+                                                                                new_journal, monkeypatch):
+    make_corpus(new_journal, sessions=12, turns=60)
+    force_parsing_in_a_child(monkeypatch, message_bytes=1)  # a batch a message: the child stays busy
+    monkeypatch.setattr(indexer, "GROUP_TEXT_BYTES", 1)  # each journal committed on its own
+
+    def kill_the_parser(done, total, path):
+        if done == 2:
+            for child in multiprocessing.active_children():
+                if child.name == "pimem-parse":
+                    os.kill(child.pid, signal.SIGKILL)
+
+    conn = store.open_index(tmp_path / "killed.sqlite")
+    started = time.monotonic()
+    with pytest.raises(indexer.ParserStopped, match="stopped unexpectedly .killed by signal 9"):
+        index_all(conn, locations, progress=kill_the_parser)
+    assert time.monotonic() - started < 30
+    assert 0 < entry_count(conn) < 12 * 60 * 3
+    assert not [c for c in multiprocessing.active_children() if c.name == "pimem-parse"]
+    monkeypatch.undo()
+    index_all(conn, locations)  # the lease was released; the rest is indexed from the cursors
+    clean = store.open_index(tmp_path / "clean.sqlite")
+    index_all(clean, locations)
+    assert snapshot(conn) == snapshot(clean)
