@@ -339,7 +339,7 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 STATS_SECONDS = 60.0
 STATS_EXACT_BELOW = 20_000
-STATS_SAMPLE = 2_000
+STATS_SAMPLE = 5_000
 _stats_cache: dict[str, tuple] = {}
 
 
@@ -378,11 +378,11 @@ def _idf(conn, term: str, count: int) -> float:
 def _collection_stats(conn) -> tuple[int, float]:
     """(entries, average characters), kept a minute per index file unless it is small.
 
-    A large index's average comes from an even sample of entries: it only sets the scale of
-    the length factor, and summing every entry's size would cost tens of milliseconds.
+    A large index's average comes from its latest entries: it only sets the scale of the
+    length factor, and summing every entry's size would cost tens of milliseconds.
     """
     key = conn.execute("PRAGMA database_list").fetchone()[2]
-    low, high = conn.execute("SELECT min(rowid), max(rowid) FROM entries").fetchone()
+    high = conn.execute("SELECT max(rowid) FROM entries").fetchone()[0]  # one lookup (min and max together scan)
     cached = _stats_cache.get(key)
     now = time.monotonic()
     if cached is not None and (cached[1] == high or (cached[2] >= STATS_EXACT_BELOW and now - cached[0] < STATS_SECONDS)):
@@ -391,11 +391,9 @@ def _collection_stats(conn) -> tuple[int, float]:
     if count < STATS_EXACT_BELOW:
         average = conn.execute("SELECT avg(chars) FROM entries").fetchone()[0]
     else:
-        step = max(1, (high - low) // STATS_SAMPLE)
         average = conn.execute(
-            "WITH RECURSIVE r(id) AS (SELECT ? UNION ALL SELECT id + ? FROM r WHERE id + ? <= ?) "
-            "SELECT avg(chars) FROM entries WHERE rowid IN (SELECT id FROM r)",
-            (low, step, step, high)).fetchone()[0]
+            "SELECT avg(chars) FROM (SELECT chars FROM entries ORDER BY rowid DESC LIMIT ?)",
+            (STATS_SAMPLE,)).fetchone()[0]
     _stats_cache[key] = (now, high, count, average or 0.0)
     return count, average or 0.0
 
