@@ -429,7 +429,8 @@ def _from_child(db_file: str, paths: list[Path], forgotten: forget.Forgotten) ->
     wait in the child and one is being parsed. It is spawned, not forked (the caller may
     have threads); it exits when this process dies, and is stopped when this generator is
     closed (the pass ended, Ctrl-C, an error). Its errors are raised here as they are; its
-    death raises ParserStopped.
+    death raises ParserStopped, unless it died before sending anything: then the journals
+    are parsed in a thread here instead.
     """
     ctx = multiprocessing.get_context("spawn")
     receiver, sender = ctx.Pipe(duplex=False)
@@ -444,9 +445,16 @@ def _from_child(db_file: str, paths: list[Path], forgotten: forget.Forgotten) ->
         child.start()
     finally:
         sender.close()  # only the child writes: its end closing is how its death shows here
+    started = False
     try:
         while True:
-            message = collections.deque(_receive(receiver, child))
+            try:
+                message = collections.deque(_receive(receiver, child))
+            except ParserStopped:
+                if started:
+                    raise
+                break  # it could not start (a script without a __main__ guard, say): parse here
+            started = True
             while message:
                 item = message.popleft()
                 if item[0] == "done":
@@ -463,6 +471,11 @@ def _from_child(db_file: str, paths: list[Path], forgotten: forget.Forgotten) ->
             child.kill()
             child.join()
         child.close()
+    fallback = _prefetch(_produce(db_file, paths, forgotten))
+    try:
+        yield from fallback
+    finally:
+        fallback.close()
 
 
 def _receive(receiver, child) -> list:

@@ -534,3 +534,25 @@ def test_a_killed_parser_process_is_a_clear_error_and_leaves_only_whole_batches(
     clean = store.open_index(tmp_path / "clean.sqlite")
     index_all(clean, locations)
     assert snapshot(conn) == snapshot(clean)
+
+
+def test_a_parser_process_that_cannot_start_falls_back_to_a_thread(tmp_path, locations, new_journal):
+    make_corpus(new_journal, sessions=3, turns=20)
+    clean = store.open_index(tmp_path / "clean.sqlite")
+    index_all(clean, locations)
+    script = (
+        "import sys\n"
+        "from pimem_index import indexer, locations, store\n"
+        "indexer.COMPACT_AFTER_BYTES = 1\n"
+        f"conn = store.open_index({str(tmp_path / 'piped.sqlite')!r})\n"
+        f"report = indexer.index_all(conn, locations.resolve({str(tmp_path / 'piped.sqlite')!r}, "
+        f"[{str(locations.sessions_dirs[0])!r}]))\n"
+        "print(report.entries_added)\n"
+    )
+    # A script read from stdin has no file a spawned child could import as its __main__.
+    done = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent")})
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.split()[-1]) == entry_count(clean) > 0
+    assert "ParserStopped" not in done.stderr
+    assert snapshot(store.open_index(tmp_path / "piped.sqlite")) == snapshot(clean)
