@@ -372,6 +372,7 @@ def _idf(conn, term: str, count: int) -> float:
     """BM25's inverse document frequency, from how many entries hold the term (FTS5's formula)."""
     holding = conn.execute(
         "SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?", (f'"{term}"',)).fetchone()[0]
+    count = max(count, holding)  # the count may be a minute old while a backfill adds entries
     return max(1e-6, math.log((count - holding + 0.5) / (holding + 0.5)))
 
 

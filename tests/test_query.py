@@ -279,6 +279,18 @@ def test_a_letter_fts5_treats_as_a_separator_splits_the_query_term(conn, locatio
     assert other not in ids(reply)
 
 
+def test_entry_statistics_older_than_the_index_never_break_a_search(conn, locations, new_journal):
+    j = new_journal()
+    for k in range(5):
+        j.user(f"capybara note {k}")
+    index_all(conn, locations)
+    assert query._idf(conn, "capybara", 0) == 1e-6  # a count taken before these entries existed
+    query._stats_cache[conn.execute("PRAGMA database_list").fetchone()[2]] = (time.monotonic(), -1, 20_000, 0.0)
+    reply = query.search(conn, locations, "capybara", scope="global")
+    assert len(reply["results"]) == 5
+    assert all(r["score"] > 0 for r in reply["results"])
+
+
 def test_the_term_index_keeps_no_positions(conn, locations, new_journal):
     j = new_journal()
     j.user("alpha beta gamma")
