@@ -10,8 +10,10 @@ from __future__ import annotations
 from datasette import hookimpl
 from datasette.permissions import Action, PermissionSQL
 
+from pimem_index import query
+
 from . import background, render, views
-from .state import ACTION, ACTION_ABBR, AGENT_ID, forget, state
+from .state import ACTION, ACTION_ABBR, AGENT_ID, forget, settings_for, state
 
 
 @hookimpl
@@ -33,6 +35,14 @@ def permission_resources_sql(datasette, actor, action):
     if actor and actor.get("id") == AGENT_ID:
         return PermissionSQL.allow(reason="the Pi agent's token (pimem token)")
     return None
+
+
+@hookimpl(trylast=True)
+def prepare_connection(conn, database, datasette):
+    """The table search box on the index quotes each term apart: Datasette's own escape_fts
+    keeps `heron-pipeline` whole, a phrase the index (it keeps no positions) refuses."""
+    if database == settings_for(datasette).database:
+        conn.create_function("escape_fts", 1, query.match_expression)
 
 
 @hookimpl

@@ -262,6 +262,12 @@ def _fts_separator(char: str) -> bool:
         probe.close()
 
 
+def match_expression(text: str | None) -> str:
+    """Any text as an FTS5 query for every term in it (Datasette's table search box on the index)."""
+    terms = query_terms(text)
+    return " ".join(f'"{t}"' for t in terms) if terms else '""'
+
+
 def fts_expression(terms: list[str], op: str, scope: Scope | None = None) -> str:
     """Quoted literal terms joined by AND or OR, within the scope's term."""
     expression = "(" + f" {op} ".join(f'"{t}"' for t in terms) + ")"

@@ -688,3 +688,19 @@ async def test_no_http_route_can_forget_or_collect(ds, world, token, path):
     read = await ds.client.get(api_path("read", world), **bearer(token))
     assert read.json()["status"] == "ok"
     assert not (world["a"].path.parent.parent.parent / "pi-memory" / "forgotten.jsonl").exists()
+
+
+@pytest.mark.asyncio
+async def test_table_search_box_finds_entries_by_their_terms(served_like_pimem_serve, world):
+    ds = served_like_pimem_serve
+    found = await ds.client.get("/history/entries.json", params={"_search": "heron pipeline", "_shape": "objects"},
+                                actor=ROOT)
+    assert found.status_code == 200
+    ids = {row["id"] for row in found.json()["rows"]}
+    assert world["ids"]["compaction"] in ids
+    assert world["other"] not in ids
+    joined = await ds.client.get("/history/entries.json", params={"_search": "heron-pipeline", "_shape": "objects"},
+                                 actor=ROOT)
+    assert joined.status_code == 200, joined.text
+    joined_ids = {row["id"] for row in joined.json()["rows"]}
+    assert world["ids"]["compaction"] in joined_ids and world["other"] not in joined_ids
