@@ -168,6 +168,7 @@ def test_pi_loads_installed_extension_one_tool_no_handlers(installed, tmp_path):
     assert set(params["properties"]) == PARAMETERS
     assert params["required"] == ["action"]
     assert params["properties"]["action"]["enum"] == ["search", "read", "summaries"]
+    assert params["properties"]["scope"]["enum"] == ["session", "project"], "the agent cannot ask to widen"
 
 
 # ---- tool behaviour against a stand-in API -----------------------------------------------

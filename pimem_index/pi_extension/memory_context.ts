@@ -33,7 +33,8 @@ const Parameters = Type.Object({
 	sessionId: Type.Optional(Type.String({ description: "Session id: limits the search, or picks the entry when an id is ambiguous" })),
 	since: Type.Optional(Type.String({ description: "Only entries at or after this date, e.g. 2026-03-01" })),
 	until: Type.Optional(Type.String({ description: "Only entries before this date, e.g. 2026-03-31" })),
-	scope: Type.Optional(StringEnum(["session", "project", "global"] as const, { description: "Default project" })),
+	// No "global": where the project is a boundary, the agent must not hold the widening.
+	scope: Type.Optional(StringEnum(["session", "project"] as const, { description: "Default project" })),
 	kind: Type.Optional(
 		Type.Union([Type.String(), Type.Array(Type.String())], { description: `Entry kind(s): ${KINDS.join(", ")}` }),
 	),
