@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import resource
 import sys
 import tempfile
@@ -103,6 +102,11 @@ def get_extractor() -> tuple[str, object]:
     return "pimem_index.journal.parse_line", extract
 
 
+def positions_fts_options() -> str:
+    """The index's options as they were before schema 3: positions kept (FTS5's bm25() works)."""
+    return _index_fts_options().replace("detail=none, ", "")
+
+
 def _index_fts_options() -> str:
     """The index's own FTS5 options, so the floor writes the same kind of term index."""
     try:
@@ -128,7 +132,7 @@ def journals(corpus: Path) -> list[Path]:
 
 
 def measure(corpus: str | os.PathLike, db_path: str | None = None, optimize: bool = True,
-            tokenize: str | None = None, keep: bool = False, config: dict | None = None,
+            keep: bool = False, config: dict | None = None,
             time_redaction: bool = True, fts_options: str | None = None) -> dict:
     corpus = Path(corpus)
     files = journals(corpus)
@@ -146,8 +150,6 @@ def measure(corpus: str | os.PathLike, db_path: str | None = None, optimize: boo
             pass
     conn = db.connect(db_path)
     options = fts_options or _index_fts_options()
-    if tokenize:
-        options = re.sub(r"tokenize='[^']*'", "", options).rstrip(", ") + f", tokenize='{tokenize}'"
     conn.execute(f"CREATE VIRTUAL TABLE fts USING fts5(text, {options})")
     for key, value in (config or {}).items():  # e.g. automerge=8, crisismerge=32, pgsz=8000
         conn.execute("INSERT INTO fts(fts, rank) VALUES (?, ?)", (key, int(value)))
@@ -308,7 +310,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("corpus")
     ap.add_argument("--db", default=None, help="where to build the bare FTS5 table (default: a temporary file)")
     ap.add_argument("--no-optimize", action="store_true")
-    ap.add_argument("--tokenize", default=None, help="FTS5 tokenize= option (default: the index's)")
     ap.add_argument("--fts-options", default=None,
                     help="FTS5 options after the column (default: the index's, pimem_index.store.FTS_OPTIONS)")
     ap.add_argument("--keep", action="store_true", help="keep the floor database")
@@ -317,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     config = dict(c.split("=", 1) for c in args.config)
-    r = measure(args.corpus, args.db, optimize=not args.no_optimize, tokenize=args.tokenize, keep=args.keep,
+    r = measure(args.corpus, args.db, optimize=not args.no_optimize, keep=args.keep,
                 config=config, fts_options=args.fts_options)
     if args.json:
         print(orjson.dumps(r).decode())

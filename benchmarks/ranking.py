@@ -22,10 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
+from floor import positions_fts_options  # noqa: E402
 from pimem_index import indexer, query, store  # noqa: E402
 from pimem_index.locations import resolve  # noqa: E402
 
-POSITIONS = "content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'"
 WORD = re.compile(r"[^\W_]+")
 
 
@@ -50,7 +50,7 @@ def main() -> int:
     work = tempfile.mkdtemp(prefix="pimem-ranking-", dir=os.environ.get("PIMEM_BENCH_TMP"))
     os.environ["PI_CODING_AGENT_DIR"] = work  # never your own ~/.pi/agent/sessions
     ours = build(args.corpus, os.path.join(work, "ours.sqlite"), store.FTS_OPTIONS)
-    positions = build(args.corpus, os.path.join(work, "positions.sqlite"), POSITIONS)
+    positions = build(args.corpus, os.path.join(work, "positions.sqlite"), positions_fts_options())
     locations = resolve(os.path.join(work, "ours.sqlite"), [args.corpus])
     everything = query.Scope("global")
     rng = random.Random(args.seed)

@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
 import corpus as corpus_mod  # noqa: E402
+import floor as floor_mod  # noqa: E402
 
 MB = 1024 * 1024
 PY = sys.executable
@@ -90,8 +91,6 @@ NOT_AVAILABLE = "not available yet"
 # FTS5 settings that make bulk inserts faster than the defaults (a larger in-memory term hash
 # flushed less often): an indexer using them can beat the default floor, so it is measured too.
 TUNED_FTS = ["hashsize=16777216"]
-# The term index as it was before schema 3 (positions kept, for FTS5's bm25): a reference.
-POSITIONS_FTS = "content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'"
 
 
 # --------------------------------------------------------------------------- helpers
@@ -790,8 +789,9 @@ class Bench:
                 self.metrics["floor_tuned_mb_s"] = tuned["floor_mb_per_s"]
                 if cold:
                     self.metrics["cold_vs_tuned_floor"] = round(cold["mb_s_wall"] / tuned["floor_mb_per_s"], 3)
-        if not a.no_tuned_floor:
-            positions = self.floor(self.corpus, "floor with positions (detail=full)", fts_options=POSITIONS_FTS)
+        if not a.no_positions_floor:  # the term index as it was before schema 3: a reference
+            positions = self.floor(self.corpus, "floor with positions (detail=full)",
+                                   fts_options=floor_mod.positions_fts_options())
             if positions:
                 self.details["floor_positions"] = positions
                 self.metrics["floor_positions_mb_s"] = positions["floor_mb_per_s"]
@@ -1008,6 +1008,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-api", action="store_true", help="skip the HTTP measurements")
     ap.add_argument("--no-second-floor", action="store_true", help="measure the floor once, not before and after")
     ap.add_argument("--no-tuned-floor", action="store_true", help="skip the floor with tuned FTS5 settings")
+    ap.add_argument("--no-positions-floor", action="store_true", help="skip the floor of a table with positions")
     ap.add_argument("--verify-corpus", action="store_true", help="check a reused corpus against its manifest")
     args = ap.parse_args(argv)
     if args.quick:

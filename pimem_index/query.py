@@ -242,7 +242,13 @@ def query_terms(query: str | None) -> list[str]:
 def _split_at_separators(run: str) -> list[str]:
     if run.isascii():
         return [run]
-    return re.split("|".join(map(re.escape, {c for c in run if _fts_separator(c)})) or "(?!)", run)
+    parts = [""]
+    for char in run:
+        if _fts_separator(char):
+            parts.append("")
+        else:
+            parts[-1] += char
+    return parts
 
 
 @functools.lru_cache(maxsize=4096)

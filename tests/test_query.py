@@ -291,6 +291,24 @@ def test_entry_statistics_older_than_the_index_never_break_a_search(conn, locati
     assert all(r["score"] > 0 for r in reply["results"])
 
 
+def test_entry_statistics_follow_a_small_index_and_sample_a_large_ones_latest(conn, locations, new_journal,
+                                                                              monkeypatch):
+    j = new_journal()
+    j.user("a" * 100)
+    index_all(conn, locations)
+    assert query._collection_stats(conn) == (1, 100.0)
+    j.user("b" * 300)
+    index_all(conn, locations)
+    assert query._collection_stats(conn) == (2, 200.0), "a small index is counted again when it grows"
+    monkeypatch.setattr(query, "STATS_EXACT_BELOW", 1)
+    monkeypatch.setattr(query, "STATS_SAMPLE", 1)
+    j.user("c" * 50)
+    index_all(conn, locations)
+    assert query._collection_stats(conn) == (2, 200.0), "a large index is not counted again within the minute"
+    monkeypatch.setattr(query, "STATS_SECONDS", 0.0)
+    assert query._collection_stats(conn) == (3, 50.0), "then counted, its average from its latest entries"
+
+
 def test_the_term_index_keeps_no_positions(conn, locations, new_journal):
     j = new_journal()
     j.user("alpha beta gamma")
