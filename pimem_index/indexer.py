@@ -8,19 +8,12 @@ line no longer matches its fingerprint is reindexed from byte 0.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import functools
 import itertools
-import multiprocessing
 import os
-import pickle
-import queue
-import signal
 import socket
-import threading
 import time
-import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,8 +21,9 @@ from typing import Callable, Iterable, Iterator
 
 import orjson
 
-from . import db, forget, journal, store
+from . import db, forget, journal, parsing, store
 from .locations import Locations
+from .parsing import ParserStopped  # noqa: F401  (raised through index_all)
 from .redact import redact
 
 CHUNK_BYTES = 4 * 1024 * 1024
@@ -47,13 +41,11 @@ RACY_SECONDS = 2.0
 COMPACT_AFTER_BYTES = 32 * 1024 * 1024
 # How often a backfill renews its lease and publishes its progress.
 PROGRESS_SECONDS = 1.0
-# A bulk backfill parses in a child process, which sends parsed journals in messages of
-# about this much text (a larger batch goes alone)...
+# A bulk backfill parses in other processes, which send parsed journals in messages of
+# about this much text (a larger batch goes alone).
 MESSAGE_TEXT_BYTES = 4 * 1024 * 1024
-# ...and queues at most this many while one is being sent: memory is bounded in bytes.
-CHILD_QUEUED_MESSAGES = 2
-# How often the writer checks that the parsing process is alive, and the process its parent.
-CHILD_POLL_SECONDS = 1.0
+# A parsing thread runs up to this much text ahead of the writer.
+AHEAD_TEXT_BYTES = 3 * BATCH_TEXT_BYTES
 
 
 @dataclass
@@ -130,7 +122,7 @@ def index_journal(conn: db.Connection, path: str | Path, *,
             work = _prepare(conn, path, forgotten)
             if work is not None:
                 with work:
-                    _apply(conn, work, _prefetch(work.batches()), report)
+                    _apply(conn, work, parsing.in_thread(work.batches(), AHEAD_TEXT_BYTES), report)
             break
         except _Conflict:
             continue
@@ -356,217 +348,17 @@ def _take_line(batch: _Batch, line: bytes, offset: int, lineno: int, state: _Lin
     return 0
 
 
-def _prefetch(items: Iterator, ahead_bytes: int = 3 * BATCH_TEXT_BYTES) -> Iterator:
-    """Run `items` (parsing and redacting) in a thread, up to `ahead_bytes` of text ahead.
-
-    SQLite releases the GIL while it writes, so parsing overlaps the FTS5 inserts. The
-    budget is in bytes of text, so many small journals queue up while a few large batches
-    still bound memory.
-    """
-    buffer: collections.deque = collections.deque()
-    state = {"bytes": 0, "stop": False}
-    ready = threading.Condition()
-    done = object()
-
-    def size(item) -> int:
-        batch = item[2] if isinstance(item, tuple) else item
-        return getattr(batch, "text_bytes", 0) + 1
-
-    def put(item) -> bool:
-        with ready:
-            while state["bytes"] >= ahead_bytes and not state["stop"]:
-                ready.wait()
-            if state["stop"]:
-                return False
-            buffer.append(item)
-            state["bytes"] += size(item)
-            ready.notify_all()
-            return True
-
-    def produce():
-        try:
-            for item in items:
-                if not put(item):
-                    return
-            put(done)
-        except BaseException as e:  # handed to the consumer, raised there
-            put(e)
-
-    worker = threading.Thread(target=produce, daemon=True, name="pimem-parse")
-    worker.start()
+def _from_processes(db_file: str, paths: list[Path], forgotten: forget.Forgotten) -> Iterator[tuple]:
+    """`_produce`'s items, parsed and redacted in processes beside this one (a bulk pass)."""
+    items = parsing.in_processes(_produce, db_file, paths, forgotten, processes=parsing.process_count(),
+                                 message_bytes=MESSAGE_TEXT_BYTES, ahead_bytes=AHEAD_TEXT_BYTES)
     try:
-        while True:
-            with ready:
-                while not buffer:
-                    ready.wait()
-                item = buffer.popleft()
-                state["bytes"] -= size(item)
-                ready.notify_all()
-            if item is done:
-                return
-            if isinstance(item, BaseException):
-                raise item
+        for item in items:
+            if item[0] == "batch":
+                item[2].parsed_apart = True
             yield item
     finally:
-        with ready:
-            state["stop"] = True
-            ready.notify_all()
-        worker.join()
-
-
-class ParserStopped(RuntimeError):
-    """The process parsing a backfill's journals ended without finishing (it was killed)."""
-
-
-def _text_bytes(item: tuple) -> int:
-    return getattr(item[2], "text_bytes", 0)
-
-
-def _from_child(db_file: str, paths: list[Path], forgotten: forget.Forgotten) -> Iterator[tuple]:
-    """`_produce`'s items, parsed and redacted in a child process.
-
-    This process then has one Python thread, so SQLite never waits for the GIL after a
-    statement. The child sends pickled lists of items, about MESSAGE_TEXT_BYTES of text
-    each, through a pipe: one is being written here, one being sent, CHILD_QUEUED_MESSAGES
-    wait in the child and one is being parsed. It is spawned, not forked (the caller may
-    have threads); it exits when this process dies, and is stopped when this generator is
-    closed (the pass ended, Ctrl-C, an error). Its errors are raised here as they are; its
-    death raises ParserStopped, unless it died before sending anything: then the journals
-    are parsed in a thread here instead.
-    """
-    ctx = multiprocessing.get_context("spawn")
-    receiver, sender = ctx.Pipe(duplex=False)
-    try:  # fewer, larger reads than the default 64 KiB pipe allows (Linux only)
-        import fcntl
-        fcntl.fcntl(receiver.fileno(), fcntl.F_SETPIPE_SZ, 1024 * 1024)
-    except (ImportError, AttributeError, OSError):
-        pass
-    child = ctx.Process(target=_child_main, name="pimem-parse", daemon=True,
-                        args=(sender, db_file, paths, forgotten, os.getpid(), MESSAGE_TEXT_BYTES))
-    try:
-        child.start()
-    finally:
-        sender.close()  # only the child writes: its end closing is how its death shows here
-    started = False
-    try:
-        while True:
-            try:
-                message = collections.deque(_receive(receiver, child))
-            except ParserStopped:
-                if started:
-                    raise
-                break  # it could not start (a script without a __main__ guard, say): parse here
-            started = True
-            while message:
-                item = message.popleft()
-                if item[0] == "done":
-                    return
-                if item[0] == "error":
-                    raise item[2]
-                if item[0] == "batch":
-                    item[2].parsed_apart = True
-                yield item
-    finally:
-        receiver.close()
-        if child.is_alive():
-            child.terminate()
-        child.join(5)
-        if child.is_alive():
-            child.kill()
-            child.join()
-        child.close()
-    fallback = _prefetch(_produce(db_file, paths, forgotten))
-    try:
-        yield from fallback
-    finally:
-        fallback.close()
-
-
-def _receive(receiver, child) -> list:
-    """The child's next message; ParserStopped if it died, never a wait on a dead child."""
-    while not receiver.poll(CHILD_POLL_SECONDS):
-        if not child.is_alive() and not receiver.poll(0):
-            break
-    try:
-        data = receiver.recv_bytes()
-    except (EOFError, OSError):
-        child.join(1)
-        code = child.exitcode
-        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
-        raise ParserStopped(
-            f"the process parsing journals (pid {child.pid}) stopped unexpectedly ({how}); "
-            "everything written so far is kept: run the command again to go on") from None
-    return pickle.loads(data)
-
-
-def _child_main(sender, db_file: str, paths: list[Path], forgotten: forget.Forgotten,
-                parent: int, message_bytes: int) -> None:
-    """The child process of `_from_child`: runs `_produce`, sends its items in messages.
-
-    A thread sends them, so parsing goes on while the writer is busy: up to
-    CHILD_QUEUED_MESSAGES wait in a queue, besides the one being sent and the one being built.
-    """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the writer's to handle; it stops us
-    _return_large_blocks()
-    threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
-    outbox: queue.Queue = queue.Queue(maxsize=CHILD_QUEUED_MESSAGES)
-
-    def send() -> None:
-        try:
-            while (data := outbox.get()) is not None:
-                sender.send_bytes(data)
-        except OSError:  # the writer is gone or stopped reading: nobody wants the rest
-            os._exit(0)
-
-    sending = threading.Thread(target=send, daemon=True)
-    sending.start()
-    pending: list = []
-    pending_bytes = 0
-    for item in _errors_as_items(_produce(db_file, paths, forgotten)):
-        size = _text_bytes(item)
-        if pending and pending_bytes + size > message_bytes:
-            outbox.put(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))
-            pending, pending_bytes = [], 0
-        pending.append(item)
-        pending_bytes += size
-    pending.append(("done", None, None))
-    outbox.put(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))
-    outbox.put(None)
-    sending.join()
-    sender.close()
-
-
-def _errors_as_items(items: Iterator[tuple]) -> Iterator[tuple]:
-    """The items, then ("error", None, exception) if producing them failed, for the writer to raise."""
-    try:
-        yield from items
-    except Exception as e:
-        e.add_note("(in the process parsing journals)\n" + "".join(traceback.format_exc()))
-        try:
-            pickle.loads(pickle.dumps(e))
-        except Exception:
-            e = RuntimeError(f"{type(e).__name__}: {e}")
-        yield ("error", None, e)
-
-
-def _return_large_blocks() -> None:
-    """In the child: give every freed block of 1 MiB or more back to the system (glibc only).
-
-    Messages and chunks are a few MiB each; glibc's default raises its threshold to their
-    size and then keeps them in a heap that never shrinks, which costs tens of MiB of RSS.
-    """
-    try:
-        import ctypes
-        ctypes.CDLL(None).mallopt(-3, 1024 * 1024)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass
-
-
-def _exit_when_orphaned(parent: int) -> None:
-    """In the child: exit at once when the writer died (SIGKILL runs none of its cleanup)."""
-    while os.getppid() == parent:
-        time.sleep(CHILD_POLL_SECONDS)
-    os._exit(1)
+        items.close()
 
 
 def _write_batch(conn, path: str, st: os.stat_result, batch: _Batch, expected, reset: bool) -> int:
@@ -792,12 +584,15 @@ def index_all(
         report.lease_holder = holder
         report.seconds = time.perf_counter() - started
         return report
+    cache = conn.execute("PRAGMA cache_size").fetchone()[0]
     try:
         paths = discover(locations)
         report.removed += remove_missing(conn)
         total = len(paths)
         bulk = _pending_bytes(conn, paths) >= COMPACT_AFTER_BYTES
         _merge_settings(conn, bulk=bulk)
+        if bulk:  # pages are mostly appended: a small cache does, and the parsers get the memory
+            conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
         last_write = time.monotonic()
         for done, path in enumerate(_pipelined(conn, paths, forgotten, report, bulk=bulk), 1):
             if progress:
@@ -815,6 +610,7 @@ def index_all(
                 compact(conn)
             _merge_settings(conn, bulk=False)
     finally:
+        conn.execute(f"PRAGMA cache_size = {cache}")
         release_lease(conn, owner)
     report.seconds = time.perf_counter() - started
     return report
@@ -824,6 +620,8 @@ def index_all(
 # compaction at the end; otherwise FTS5's defaults keep the segment count low as lines trickle in.
 BULK_MERGE = (0, 64)
 STEADY_MERGE = (4, 16)
+# The writer's page cache during a bulk pass, in KiB (db.CACHE_KIB otherwise).
+BULK_CACHE_KIB = 16_384
 
 
 def _pending_bytes(conn: db.Connection, paths: list[Path]) -> int:
@@ -857,8 +655,8 @@ def _produce(db_file: str, paths: list[Path], forgotten: forget.Forgotten) -> It
     """The parsing side of a backfill: ("skip"|"work"|"batch"|"end", path, payload) per journal.
 
     Decides each journal's work with its own connection, so parsing runs ahead across
-    journals, not only within one. Runs in a thread or in a child process; everything it
-    yields pickles.
+    journals, not only within one. Runs in a thread or in parsing processes
+    (`parsing`); everything it yields pickles.
     """
     reader = db.connect(db_file)
     try:
@@ -880,19 +678,19 @@ def _pipelined(conn: db.Connection, paths: list[Path], forgotten: forget.Forgott
                report: IndexReport, bulk: bool = False) -> Iterator[Path]:
     """Index journals in order, parsing the next ones while this one is written.
 
-    Parsing runs in a thread, or for a bulk pass in a child process, so that this process
+    Parsing runs in a thread, or for a bulk pass in other processes, so that this process
     keeps a single Python thread and SQLite never waits for the GIL. A journal another
     indexer changed meanwhile is done again on its own. Yields each path once it is done.
     """
     db_file = conn.execute("PRAGMA database_list").fetchone()[2]
     if bulk:
-        items = _from_child(db_file, paths, forgotten)
+        items = _from_processes(db_file, paths, forgotten)
     else:
-        items = _prefetch(_produce(db_file, paths, forgotten))
+        items = parsing.in_thread(_produce(db_file, paths, forgotten), AHEAD_TEXT_BYTES)
     try:
         yield from _write_all(conn, items, forgotten, report)
     finally:
-        items.close()  # stops the thread or the process at once, however this pass ends
+        items.close()  # stops the thread or the processes at once, however this pass ends
 
 
 def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: forget.Forgotten,

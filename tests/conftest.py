@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pimem_index import store
+from pimem_index import parsing, store
 from pimem_index.locations import resolve
 
 from pijournal import Journal
@@ -58,3 +58,18 @@ def new_journal(sessions_dir, home):
         return Journal(sessions_dir, cwd, **kwargs)
 
     return make
+
+
+@pytest.fixture
+def parsing_processes(monkeypatch) -> list:
+    """The journals each parsing process was given, one list per process started."""
+    started: list = []
+    original = parsing._Stream
+
+    class Counted(original):
+        def __init__(self, produce, db_file, paths, *rest):
+            started.append(list(paths))
+            super().__init__(produce, db_file, paths, *rest)
+
+    monkeypatch.setattr(parsing, "_Stream", Counted)
+    return started

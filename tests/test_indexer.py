@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from pimem_index import indexer, store
+from pimem_index import indexer, parsing, store
 from pimem_index.indexer import index_all, index_journal
 
 SECRET = "gh" + "p_" + "Zq8xK2mN4pR6tV9wY1bD3fH5jL7nQ0sU2xA4"
@@ -407,6 +407,22 @@ def test_bulk_build_defers_merges_then_compacts_and_restores_steady_merging(conn
     assert len(segments) == 1, "compaction leaves one segment"
 
 
+def test_a_bulk_pass_writes_with_a_small_page_cache_then_gives_the_connection_its_own_back(
+        conn, locations, new_journal, monkeypatch):
+    monkeypatch.setattr(indexer, "COMPACT_AFTER_BYTES", 10_000)
+    make_corpus(new_journal, sessions=3, turns=30)
+    before = conn.execute("PRAGMA cache_size").fetchone()[0]
+    during = []
+    index_all(conn, locations, progress=lambda *a: during.append(conn.execute("PRAGMA cache_size").fetchone()[0]))
+    assert set(during) == {-indexer.BULK_CACHE_KIB} != {before}
+    assert conn.execute("PRAGMA cache_size").fetchone()[0] == before
+    j = new_journal()
+    j.user("a steady pass keeps the connection's cache")
+    during.clear()
+    index_all(conn, locations, progress=lambda *a: during.append(conn.execute("PRAGMA cache_size").fetchone()[0]))
+    assert set(during) == {before}
+
+
 def test_a_build_killed_in_bulk_mode_heals_at_the_next_pass(conn, locations, new_journal):
     j = new_journal()
     j.user("small change")
@@ -483,28 +499,31 @@ def test_opening_a_current_index_writes_nothing(locations, new_journal):
         first.execute("ROLLBACK")
 
 
-def force_parsing_in_a_child(monkeypatch, message_bytes: int = 20_000) -> list:
-    """Every backfill counts as bulk, so it parses in a child process; returns the calls seen."""
+def force_parsing_in_a_child(monkeypatch, message_bytes: int = 20_000, processes: int = 2) -> list:
+    """Every backfill counts as bulk, so it parses in child processes; returns the calls seen."""
     monkeypatch.setattr(indexer, "COMPACT_AFTER_BYTES", 1)
     monkeypatch.setattr(indexer, "MESSAGE_TEXT_BYTES", message_bytes)
+    monkeypatch.setattr(parsing, "process_count", lambda: processes)
     calls = []
-    original = indexer._from_child
-    monkeypatch.setattr(indexer, "_from_child", lambda *a: (calls.append(a), original(*a))[1])
+    original = indexer._from_processes
+    monkeypatch.setattr(indexer, "_from_processes", lambda *a: (calls.append(a), original(*a))[1])
     return calls
 
 
-def test_bulk_backfill_parsed_in_a_child_process_equals_a_threaded_pass(tmp_path, locations, new_journal,
-                                                                      monkeypatch):
+@pytest.mark.parametrize("processes", [1, 2])
+def test_bulk_backfill_parsed_in_child_processes_equals_a_threaded_pass(tmp_path, locations, new_journal,
+                                                                       monkeypatch, processes, parsing_processes):
     make_corpus(new_journal, sessions=6, turns=60)
     small = new_journal("Apps/small")
     small.user("a small journal is grouped with others")
     small.append_bytes(b"{not json\n")
     threaded = store.open_index(tmp_path / "threaded.sqlite")
     by_thread = index_all(threaded, locations)
-    calls = force_parsing_in_a_child(monkeypatch)
+    calls = force_parsing_in_a_child(monkeypatch, processes=processes)
     child = store.open_index(tmp_path / "child.sqlite")
     by_child = index_all(child, locations)
     assert len(calls) == 1
+    assert len(parsing_processes) == processes and all(parsing_processes)  # each process had journals to parse
     assert by_child.as_json() | {"seconds": 0} == by_thread.as_json() | {"seconds": 0}
     assert by_child.malformed == 1 and by_child.files == 7
     assert snapshot(child) == snapshot(threaded)

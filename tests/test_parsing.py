@@ -1,0 +1,65 @@
+"""Parsing beside the writer: items come back in path order, whichever process parsed them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pimem_index import parsing
+
+
+def numbered(db_file: str, paths: list[Path], forgotten) -> object:
+    """A producer standing in for the indexer's: three items per journal, the last one "end"."""
+    for path in paths:
+        if path.name == "broken":
+            raise ValueError(f"cannot parse {path.name}")
+        yield ("work", path, None)
+        yield ("batch", path, None)
+        yield ("end", path, None)
+
+
+def journals(tmp_path: Path, sizes: list[int]) -> list[Path]:
+    paths = []
+    for n, size in enumerate(sizes):
+        path = tmp_path / f"j{n}"
+        path.write_bytes(b"x" * size)
+        paths.append(path)
+    return paths
+
+
+def test_journals_are_shared_out_by_size_so_each_process_keeps_pace(tmp_path):
+    paths = journals(tmp_path, [1000, 10, 10, 10, 1000, 10])
+    assert parsing._share_out(paths, 2) == [0, 1, 1, 1, 1, 0]
+    assert parsing._share_out(paths, 1) == [0] * 6
+
+
+@pytest.mark.parametrize("processes", [1, 2, 3])
+def test_items_come_back_in_path_order_however_many_processes_parse(tmp_path, processes):
+    paths = journals(tmp_path, [500, 20, 20, 300, 20, 20, 20])
+    items = list(parsing.in_processes(numbered, "unused.sqlite", paths, None, processes=processes,
+                                      message_bytes=1, ahead_bytes=1))
+    assert [(kind, path) for kind, path, _ in items] == [
+        (kind, path) for path in paths for kind in ("work", "batch", "end")]
+    assert not [kind for kind, _, _ in items if kind in ("ready", "done")]
+
+
+def test_an_error_in_a_parsing_process_is_raised_in_the_writer_after_the_journals_before_it(tmp_path):
+    paths = journals(tmp_path, [50, 50, 50])
+    broken = tmp_path / "broken"
+    broken.write_bytes(b"x")
+    seen = []
+    with pytest.raises(ValueError, match="cannot parse broken") as raised:
+        for _kind, path, _ in parsing.in_processes(numbered, "unused.sqlite", [*paths, broken], None,
+                                                   processes=2, message_bytes=1, ahead_bytes=1):
+            seen.append(path)
+    assert set(seen) == set(paths) and broken not in seen
+    assert "(in the process parsing journals)" in "".join(raised.value.__notes__)
+
+
+def test_more_processes_than_journals_starts_one_per_journal(tmp_path, parsing_processes):
+    paths = journals(tmp_path, [10, 10])
+    items = list(parsing.in_processes(numbered, "unused.sqlite", paths, None, processes=4,
+                                      message_bytes=1, ahead_bytes=1))
+    assert len(items) == 6
+    assert parsing_processes == [[paths[0]], [paths[1]]]
