@@ -593,6 +593,11 @@ def index_all(
         _merge_settings(conn, bulk=bulk)
         if bulk:  # pages are mostly appended: a small cache does, and the parsers get the memory
             conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
+        if bulk and conn.execute("SELECT 1 FROM entries LIMIT 1").fetchone() is None:
+            with db.write(conn):  # a cold build: the indexes are sorted once its rows are in
+                store.drop_entry_indexes(conn)
+        else:
+            store.create_entry_indexes(conn)  # after a cold build that was stopped
         last_write = time.monotonic()
         for done, path in enumerate(_pipelined(conn, paths, forgotten, report, bulk=bulk), 1):
             if progress:
@@ -605,13 +610,19 @@ def index_all(
                 _record_backfill(conn, total, done, complete=False)
                 last_write = time.monotonic()
         else:
+            store.create_entry_indexes(conn)
             _record_backfill(conn, total, total, complete=True)
             if report.bytes_read >= COMPACT_AFTER_BYTES:
                 compact(conn)
             _merge_settings(conn, bulk=False)
     finally:
         conn.execute(f"PRAGMA cache_size = {cache}")
-        release_lease(conn, owner)
+        try:
+            store.create_entry_indexes(conn)  # however the pass ended, lookups stay indexed
+        except db.OperationalError:
+            pass  # the index is busy: the next pass creates them
+        finally:
+            release_lease(conn, owner)
     report.seconds = time.perf_counter() - started
     return report
 

@@ -70,11 +70,6 @@ CREATE TABLE IF NOT EXISTS entries (
     fingerprint INTEGER NOT NULL,
     tokens_before INTEGER
 );
-CREATE INDEX IF NOT EXISTS entries_file_offset ON entries(file_id, offset);
-CREATE INDEX IF NOT EXISTS entries_id ON entries(id);
-CREATE INDEX IF NOT EXISTS entries_timestamp ON entries(timestamp);
-CREATE INDEX IF NOT EXISTS entries_summaries ON entries(timestamp)
-    WHERE kind IN ('compaction', 'branch_summary');
 CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts USING fts5(text, {fts_options});
 CREATE VIEW IF NOT EXISTS sessions AS
 SELECT
@@ -90,6 +85,17 @@ SELECT
 FROM files
 WHERE files.session_id IS NOT NULL AND NOT files.forgotten;
 """
+
+
+# The entries table's own indexes, apart from the schema: a cold bulk build creates them once its
+# rows are in (one sort each) instead of updating them row by row (create_entry_indexes).
+ENTRY_INDEXES = {
+    "entries_file_offset": "CREATE INDEX IF NOT EXISTS entries_file_offset ON entries(file_id, offset)",
+    "entries_id": "CREATE INDEX IF NOT EXISTS entries_id ON entries(id)",
+    "entries_timestamp": "CREATE INDEX IF NOT EXISTS entries_timestamp ON entries(timestamp)",
+    "entries_summaries": "CREATE INDEX IF NOT EXISTS entries_summaries ON entries(timestamp) "
+                         "WHERE kind IN ('compaction', 'branch_summary')",
+}
 
 
 def scope_token(kind: str, value: str) -> str:
@@ -162,6 +168,8 @@ def ensure_schema(conn: db.Connection) -> None:
     with db.write(conn):
         for statement in _statements(SCHEMA):
             conn.execute(statement)
+        for statement in ENTRY_INDEXES.values():
+            conn.execute(statement)
         conn.execute(
             "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
             (str(SCHEMA_VERSION),),
@@ -169,6 +177,27 @@ def ensure_schema(conn: db.Connection) -> None:
         # FTS5 flushes its in-memory term buffer to a new segment when it outgrows this;
         # 16 MB instead of 1 MB makes bulk inserts about a quarter faster (stored in the index).
         conn.execute("INSERT INTO entries_fts (entries_fts, rank) VALUES ('hashsize', ?)", (FTS_HASHSIZE,))
+
+
+def missing_entry_indexes(conn: db.Connection) -> list[str]:
+    """The entries table's indexes that are not there (a cold build went without them)."""
+    present = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    return [name for name in ENTRY_INDEXES if name not in present]
+
+
+def drop_entry_indexes(conn: db.Connection) -> None:
+    """Drop the entries table's indexes; the caller owns the transaction."""
+    for name in ENTRY_INDEXES:
+        conn.execute(f"DROP INDEX IF EXISTS {name}")
+
+
+def create_entry_indexes(conn: db.Connection) -> int:
+    """Create the entries table's missing indexes, one transaction each; returns how many."""
+    missing = missing_entry_indexes(conn)
+    for name in missing:
+        with db.write(conn):
+            conn.execute(ENTRY_INDEXES[name])
+    return len(missing)
 
 
 def fts_text(text: str, scope: str) -> str:

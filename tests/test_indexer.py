@@ -423,6 +423,49 @@ def test_a_bulk_pass_writes_with_a_small_page_cache_then_gives_the_connection_it
     assert set(during) == {before}
 
 
+def test_a_cold_bulk_build_sorts_the_entry_indexes_once_its_rows_are_in(conn, locations, new_journal, monkeypatch):
+    monkeypatch.setattr(indexer, "COMPACT_AFTER_BYTES", 10_000)
+    make_corpus(new_journal, sessions=3, turns=30)
+    during = []
+    index_all(conn, locations, progress=lambda *a: during.append(store.missing_entry_indexes(conn)))
+    assert during and all(missing == list(store.ENTRY_INDEXES) for missing in during)
+    assert store.missing_entry_indexes(conn) == []
+    plan = conn.execute("EXPLAIN QUERY PLAN SELECT rowid FROM entries WHERE id = 'x'").fetchall()
+    assert "entries_id" in str(plan)
+
+
+def test_a_bulk_pass_over_an_index_with_entries_keeps_its_indexes(conn, locations, new_journal, monkeypatch):
+    j = new_journal()
+    j.user("already indexed")
+    index_all(conn, locations)
+    monkeypatch.setattr(indexer, "COMPACT_AFTER_BYTES", 10_000)
+    make_corpus(new_journal, sessions=3, turns=30)
+    during = []
+    index_all(conn, locations, progress=lambda *a: during.append(store.missing_entry_indexes(conn)))
+    assert during and all(missing == [] for missing in during)
+
+
+def test_a_cold_build_stopped_midway_leaves_its_indexes_or_the_next_pass_makes_them(conn, locations,
+                                                                                    new_journal, monkeypatch):
+    monkeypatch.setattr(indexer, "COMPACT_AFTER_BYTES", 10_000)
+    monkeypatch.setattr(indexer, "GROUP_TEXT_BYTES", 1)
+    make_corpus(new_journal, sessions=3, turns=30)
+
+    def interrupt(done, total, path):
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        index_all(conn, locations, progress=interrupt)
+    assert 0 < entry_count(conn) and store.missing_entry_indexes(conn) == []
+    with store.db.write(conn):  # as a SIGKILL during the build would leave them
+        store.drop_entry_indexes(conn)
+    j = new_journal()
+    j.user("one more line")
+    index_all(conn, locations)
+    assert store.missing_entry_indexes(conn) == []
+
+
 def test_a_build_killed_in_bulk_mode_heals_at_the_next_pass(conn, locations, new_journal):
     j = new_journal()
     j.user("small change")
