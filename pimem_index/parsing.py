@@ -24,6 +24,8 @@ from typing import Callable, Iterator
 POLL_SECONDS = 1.0
 # Messages a process queues while one is being sent: memory is bounded in bytes.
 QUEUED_MESSAGES = 1
+# The first message goes as soon as it holds this much text, so the writer starts early.
+FIRST_MESSAGE_BYTES = 256 * 1024
 # Parsing processes at most: two keep ahead of one writer (parsing costs about what writing does).
 MAX_PROCESSES = 2
 ITEM_ENDS = ("skip", "end")
@@ -226,7 +228,7 @@ class _Stream:
 
 def _child_main(sender, produce: Producer, db_file: str, paths: list[Path], forgotten,
                 parent: int, message_bytes: int) -> None:
-    """A parsing process: says it is ready, runs `produce`, sends its items in messages.
+    """A parsing process: says it is ready, runs `produce`, sends its items in messages (a small first one).
 
     A thread sends them, so parsing goes on while the writer is busy: up to QUEUED_MESSAGES
     wait in a queue, besides the one being sent and the one being built.
@@ -248,11 +250,12 @@ def _child_main(sender, produce: Producer, db_file: str, paths: list[Path], forg
     outbox.put(pickle.dumps([("ready", None, None)]))
     pending: list = []
     pending_bytes = 0
+    limit = min(FIRST_MESSAGE_BYTES, message_bytes)
     for item in _errors_as_items(produce(db_file, paths, forgotten)):
         size = text_bytes(item)
-        if pending and pending_bytes + size > message_bytes:
+        if pending and pending_bytes + size > limit:
             outbox.put(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))
-            pending, pending_bytes = [], 0
+            pending, pending_bytes, limit = [], 0, message_bytes
         pending.append(item)
         pending_bytes += size
     pending.append(("done", None, None))
