@@ -7,9 +7,13 @@ characters (see tests/redaction_corpus.py), so none is committed.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
+import re
+import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -368,3 +372,114 @@ def test_adversarial_input_does_not_backtrack_catastrophically():
 def test_rules_table_compiles_to_one_regex_per_scan_literal():
     scans = [(sc.fold, sc.scan) for sc in redact_module._SCANNERS]
     assert len(scans) == len(set(scans))
+
+
+# --- the needle prefilter: skipping a scanner never changes the result ---------------------------
+
+
+def _trigger_texts() -> list[str]:
+    """Texts that only just hold a scanner's needle (alone, in other cases, at
+    an edge, beside a secret-shaped tail), and the recall corpus."""
+    texts = []
+    for sc in redact_module._SCANNERS:
+        for needle in sorted(redact_module._needles(sc.regex)):
+            n = needle.decode("latin-1")
+            texts += [n, n.upper(), n.title(), "x" + n, n + "=" + rand(40), n + " " + rand(40, B64),
+                      "\\n" + n + ": " + rand(24), "é" + n + rand(36, HEX) + "\ud800"]
+    texts += [case.text for case in corpus.cases(seed=7, per_context=2)]
+    return texts + [text for _, text in corpus.negatives()]
+
+
+def test_a_scanner_matches_only_texts_holding_one_of_its_needles():
+    scanners = [(sc, redact_module._needles(sc.regex), entry) for sc, entry in zip(redact_module._SCANNERS, redact_module._SCAN_PLAN)]
+    for text in _trigger_texts():
+        b = text.encode("utf-8", "surrogatepass")
+        plan = redact_module._plan_for(b)
+        for sc, needles, entry in scanners:
+            hay = b.lower() if sc.fold else b
+            if sc.regex.search(hay):
+                assert any(n in hay for n in needles), (sc.scan, text)
+                assert any(e is entry for e in plan), (sc.scan, text)
+
+
+def test_prefilter_and_full_scan_agree_on_texts_that_only_just_hold_a_trigger(monkeypatch):
+    texts = _trigger_texts()
+    fast = [redact(t) for t in texts]
+    monkeypatch.setattr(redact_module, "_plan_for", lambda b: redact_module._SCAN_PLAN)
+    assert [redact(t) for t in texts] == fast
+
+
+def test_every_scanner_has_needles_where_hyperscan_installs():
+    pytest.importorskip("hyperscan")
+    assert redact_module._NEEDLE_DB is not None
+    assert redact_module._ALWAYS == [], "a scanner without needles runs on every text"
+
+
+def test_needles_are_read_off_the_pattern():
+    needles = redact_module._needles
+    assert needles(re.compile(rb"k(?:ey[0-9]*|en(?<=token))")) == {b"key", b"token"}
+    assert needles(re.compile(rb"_(?<=gh[po]_)[a-z]{3}")) == {b"ghp_", b"gho_"}
+    assert needles(re.compile(rb"(?:ab|cd)ef")) == {b"abef", b"cdef"}
+    assert needles(re.compile(rb"a*b?")) == {b""}  # nothing is required
+    assert needles(re.compile(rb"(?i)secret")) == {b""}  # case-insensitive: not a literal
+    assert needles(re.compile(rb"x(?i:abc)")) == {b"x"}
+
+
+def _random_pattern(r: random.Random, depth: int = 0) -> str:
+    """A small regex over a b c _ with classes, branches, repeats and lookarounds."""
+    kind = r.randrange(3 if depth > 3 else 10)
+    if kind == 0:
+        return r.choice("abc_") * r.randint(1, 3)
+    if kind == 1:
+        return r.choice(["[ab]", "[a-c_]", "[^a]", ".", "\\w", "\\b", "$"])
+    if kind == 2:
+        return r.choice(["a", "b", "c", "_", "ab"])
+    if kind == 3:
+        return "(?:" + "|".join(_random_pattern(r, depth + 1) for _ in range(r.randint(2, 3))) + ")"
+    if kind == 4:
+        quant = r.choice(["*", "+", "?", "{2}", "{1,3}", "{0,2}", "*?", "++", "{2}+"])
+        return "(?:" + _random_pattern(r, depth + 1) + ")" + quant
+    if kind in (5, 6):
+        fixed = "".join(r.choice(["a", "b", "_", "[ab]", "c", ".", "[^b]"]) for _ in range(r.randint(1, 3)))
+        return "(?" + r.choice(["<=", "<!"]) + fixed + ")"
+    if kind == 7:
+        return "(?" + r.choice(["=", "!"]) + _random_pattern(r, depth + 1) + ")"
+    if kind == 8:
+        return "(?" + r.choice([f"P<g{r.randrange(10**6)}>", ">", ":"]) + _random_pattern(r, depth + 1) + ")"
+    return "".join(_random_pattern(r, depth + 1) for _ in range(r.randint(2, 4)))
+
+
+def test_needles_hold_for_random_patterns_and_texts():
+    r = random.Random(5)
+    texts = ["".join(r.choice("abc_ \n") for _ in range(r.randint(0, 14))) for _ in range(60)]
+    for _ in range(1500):
+        source = _random_pattern(r)
+        try:
+            regex = re.compile(source.encode())
+        except re.error:
+            continue  # e.g. a repeated group name
+        needles = redact_module._needles(regex)
+        for text in texts:
+            b = text.encode()
+            if regex.search(b):
+                assert any(n in b for n in needles), (source, text, needles)
+
+
+def test_without_hyperscan_every_scanner_runs_with_the_same_result(monkeypatch):
+    monkeypatch.setitem(sys.modules, "hyperscan", None)  # import hyperscan raises ImportError
+    spec = importlib.util.spec_from_file_location("redact_without_hyperscan", redact_module.__file__)
+    plain = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, plain)
+    spec.loader.exec_module(plain)
+    assert plain._NEEDLE_DB is None
+    texts = _trigger_texts()
+    assert [plain.redact(t) for t in texts] == [redact(t) for t in texts]
+
+
+def test_threads_redacting_at_once_get_the_same_results():
+    # A Hyperscan scan writes to its scratch space and releases the GIL: one per thread.
+    texts = [f"password=s3cr3t{i} " + "ordinary output, nothing secret\n" * 4000 + GH + rand(36) for i in range(8)]
+    expected = [redact(t) for t in texts]
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(3):
+            assert list(pool.map(redact, texts * 4)) == expected * 4
