@@ -1284,8 +1284,19 @@ def _spans(b: bytes) -> list[Span]:
     return spans
 
 
+def _whole_chars(b: bytes, s: int, e: int) -> Span:
+    """A span widened to whole UTF-8 characters: a rule's length cap can end one inside a
+    character, and masking half of it would leave bytes that do not decode."""
+    while s > 0 and (b[s] & 0xC0) == 0x80:
+        s -= 1
+    n = len(b)
+    while e < n and (b[e] & 0xC0) == 0x80:
+        e += 1
+    return s, e
+
+
 def _apply(b: bytes, spans: list[Span]) -> bytes:
-    spans.sort()
+    spans = sorted(_whole_chars(b, s, e) for s, e in spans)
     out: list[bytes] = []
     pos = 0
     cur_s, cur_e = spans[0]
@@ -1352,7 +1363,7 @@ def _redact_large(text: str) -> str:
                 stop = nl + 1
         # spans starting in the overlap belong to the next slice; slices come
         # in order, so merging as we go keeps memory per slice, not per text
-        spans = sorted((s + start, e + start) for s, e in _spans(b[start:stop]) if s < end - start)
+        spans = sorted(_whole_chars(b, s + start, e + start) for s, e in _spans(b[start:stop]) if s < end - start)
         for s, e in spans:
             if s <= cur_e:
                 if e > cur_e:

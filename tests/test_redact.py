@@ -483,3 +483,12 @@ def test_threads_redacting_at_once_get_the_same_results():
     with ThreadPoolExecutor(4) as pool:
         for _ in range(3):
             assert list(pool.map(redact, texts * 4)) == expected * 4
+
+
+@pytest.mark.parametrize("before", ["", "word " * (SLICE_CHARS // 5) + "\n"], ids=["small", "sliced"])
+def test_a_mask_capped_inside_a_character_takes_the_whole_character(before):
+    value = "a1B2" * 63 + "a1B"  # 255 characters: the rule's cap ends inside the é that follows
+    out = redact(before + f"curl -u admin:{value}é tail")
+    assert out.endswith("curl -u admin:[REDACTED] tail")
+    assert value not in out and "é" not in out
+    assert redact(before + "un café, s'il vous plaît") == before + "un café, s'il vous plaît"
