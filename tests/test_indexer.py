@@ -604,8 +604,9 @@ def test_a_parser_process_that_cannot_start_falls_back_to_a_thread(tmp_path, loc
     index_all(clean, locations)
     script = (
         "import sys\n"
-        "from pimem_index import indexer, locations, store\n"
+        "from pimem_index import indexer, locations, parsing, store\n"
         "indexer.COMPACT_AFTER_BYTES = 1\n"
+        "parsing._start_method = lambda: 'spawn'  # as when the caller has threads\n"
         f"conn = store.open_index({str(tmp_path / 'piped.sqlite')!r})\n"
         f"report = indexer.index_all(conn, locations.resolve({str(tmp_path / 'piped.sqlite')!r}, "
         f"[{str(locations.sessions_dirs[0])!r}]))\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,19 @@ def test_more_processes_than_journals_starts_one_per_journal(tmp_path, parsing_p
                                       message_bytes=1, ahead_bytes=1))
     assert len(items) == 6
     assert parsing_processes == [[paths[0]], [paths[1]]]
+
+
+def test_a_process_with_one_thread_forks_its_parsers_and_one_with_threads_spawns_them(tmp_path):
+    assert parsing._start_method() == "fork"
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert parsing._start_method() == "spawn"
+        paths = journals(tmp_path, [30, 30, 30])
+        items = list(parsing.in_processes(numbered, "unused.sqlite", paths, None, processes=2,
+                                          message_bytes=1, ahead_bytes=1))
+        assert [path for kind, path, _ in items if kind == "end"] == paths
+    finally:
+        stop.set()
+        other.join()
