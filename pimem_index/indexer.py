@@ -119,7 +119,7 @@ def index_journal(conn: db.Connection, path: str | Path, *,
     report = IndexReport()
     for _attempt in range(20):
         try:
-            work = _prepare(conn, path, forgotten)
+            work = _prepare(_file_row(conn, path), path, forgotten)
             if work is not None:
                 with work:
                     _apply(conn, work, parsing.in_thread(work.batches(), AHEAD_TEXT_BYTES), report)
@@ -130,13 +130,23 @@ def index_journal(conn: db.Connection, path: str | Path, *,
     return report
 
 
-def _file_row(conn: db.Connection, path: str):
-    return conn.execute(
-        "SELECT id, cursor, lines, size, mtime, inode, head_length, head_fingerprint, "
-        "tail_offset, tail_length, tail_fingerprint, needs_reindex, session_id "
-        "FROM files WHERE path = ?",
-        (path,),
-    ).fetchone()
+_FILE_COLUMNS = ("id, cursor, lines, size, mtime, inode, head_length, head_fingerprint, "
+                 "tail_offset, tail_length, tail_fingerprint, needs_reindex, session_id")
+
+
+def _file_row(conn: db.Connection, path: str) -> tuple | None:
+    """What the index knows of one journal: its id, cursor, size, fingerprints..."""
+    return conn.execute(f"SELECT {_FILE_COLUMNS} FROM files WHERE path = ?", (path,)).fetchone()
+
+
+def _file_rows(conn: db.Connection) -> dict[str, tuple]:
+    """`_file_row` of every journal at once, for a pass to decide each journal's work from.
+
+    The parsing side gets them as an argument and never opens the index (a parsing process
+    may be forked, and a SQLite connection must not cross a fork). Rows only this pass
+    changes, and another indexer's change meanwhile shows as a conflict when writing.
+    """
+    return {row[0]: tuple(row[1:]) for row in conn.execute(f"SELECT path, {_FILE_COLUMNS} FROM files")}
 
 
 def _read_at(fh, offset: int, length: int) -> bytes:
@@ -194,9 +204,8 @@ class _Work:
             self.fh.close()
 
 
-def _prepare(conn: db.Connection, path: str, forgotten: forget.Forgotten) -> _Work | None:
-    """Decide what a journal needs; None when it is unchanged since the last pass."""
-    row = _file_row(conn, path)
+def _prepare(row: tuple | None, path: str, forgotten: forget.Forgotten) -> _Work | None:
+    """Decide what a journal needs from its file and its row; None when it is unchanged."""
     try:
         fh = open(path, "rb")
     except FileNotFoundError:
@@ -348,9 +357,10 @@ def _take_line(batch: _Batch, line: bytes, offset: int, lineno: int, state: _Lin
     return 0
 
 
-def _from_processes(db_file: str, paths: list[Path], forgotten: forget.Forgotten) -> Iterator[tuple]:
+def _from_processes(paths: list[Path], rows: dict[str, tuple],
+                    forgotten: forget.Forgotten) -> Iterator[tuple]:
     """`_produce`'s items, parsed and redacted in processes beside this one (a bulk pass)."""
-    items = parsing.in_processes(_produce, db_file, paths, forgotten, processes=parsing.process_count(),
+    items = parsing.in_processes(_produce, paths, (rows, forgotten), processes=parsing.process_count(),
                                  message_bytes=MESSAGE_TEXT_BYTES, ahead_bytes=AHEAD_TEXT_BYTES)
     try:
         for item in items:
@@ -662,27 +672,24 @@ def _merge_settings(conn: db.Connection, bulk: bool) -> None:
             conn.execute("INSERT INTO entries_fts (entries_fts, rank) VALUES (?, ?)", (key, value))
 
 
-def _produce(db_file: str, paths: list[Path], forgotten: forget.Forgotten) -> Iterator[tuple]:
+def _produce(paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgotten) -> Iterator[tuple]:
     """The parsing side of a backfill: ("skip"|"work"|"batch"|"end", path, payload) per journal.
 
-    Decides each journal's work with its own connection, so parsing runs ahead across
-    journals, not only within one. Runs in a thread or in parsing processes
-    (`parsing`); everything it yields pickles.
+    Decides each journal's work from the rows the pass started with (`_file_rows`), so
+    parsing runs ahead across journals, not only within one, without opening the index.
+    Runs in a thread or in parsing processes (`parsing`); everything it yields pickles.
     """
-    reader = db.connect(db_file)
-    try:
-        for path in paths:
-            work = _prepare(reader, os.path.abspath(path), forgotten)
-            if work is None:
-                yield ("skip", path, None)
-                continue
-            with work:
-                yield ("work", path, work.detached())
-                for batch in work.batches():
-                    yield ("batch", path, batch)
-            yield ("end", path, None)
-    finally:
-        reader.close()
+    for path in paths:
+        path_str = os.path.abspath(path)
+        work = _prepare(rows.get(path_str), path_str, forgotten)
+        if work is None:
+            yield ("skip", path, None)
+            continue
+        with work:
+            yield ("work", path, work.detached())
+            for batch in work.batches():
+                yield ("batch", path, batch)
+        yield ("end", path, None)
 
 
 def _pipelined(conn: db.Connection, paths: list[Path], forgotten: forget.Forgotten,
@@ -693,11 +700,11 @@ def _pipelined(conn: db.Connection, paths: list[Path], forgotten: forget.Forgott
     keeps a single Python thread and SQLite never waits for the GIL. A journal another
     indexer changed meanwhile is done again on its own. Yields each path once it is done.
     """
-    db_file = conn.execute("PRAGMA database_list").fetchone()[2]
+    rows = _file_rows(conn)
     if bulk:
-        items = _from_processes(db_file, paths, forgotten)
+        items = _from_processes(paths, rows, forgotten)
     else:
-        items = parsing.in_thread(_produce(db_file, paths, forgotten), AHEAD_TEXT_BYTES)
+        items = parsing.in_thread(_produce(paths, rows, forgotten), AHEAD_TEXT_BYTES)
     try:
         yield from _write_all(conn, items, forgotten, report)
     finally:

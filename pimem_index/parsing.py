@@ -30,7 +30,7 @@ FIRST_MESSAGE_BYTES = 256 * 1024
 MAX_PROCESSES = 2
 ITEM_ENDS = ("skip", "end")
 
-Producer = Callable[[str, list, object], Iterator[tuple]]
+Producer = Callable[..., Iterator[tuple]]  # produce(paths, *args)
 
 
 class ParserStopped(RuntimeError):
@@ -49,8 +49,8 @@ def process_count() -> int:
 def _start_method() -> str:
     """Fork when this process runs one thread (ready in about 20 ms, with nothing to import
     again); spawn otherwise (about 230 ms), since forking a process with threads can copy a lock
-    some other thread holds. A forked child never touches the writer's SQLite connection
-    (it opens its own) and ends with os._exit, so the connection is not closed there either."""
+    some other thread holds. A forked child must not use SQLite at all (a connection must not
+    cross a fork, and the writer's is open): producers get what they need as arguments."""
     if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
         return "fork"
     return "spawn"
@@ -118,9 +118,9 @@ def in_thread(items: Iterator[tuple], ahead_bytes: int) -> Iterator[tuple]:
         worker.join()
 
 
-def in_processes(produce: Producer, db_file: str, paths: list[Path], forgotten, *,
+def in_processes(produce: Producer, paths: list[Path], args: tuple, *,
                  processes: int, message_bytes: int, ahead_bytes: int) -> Iterator[tuple]:
-    """`produce(db_file, paths, forgotten)`'s items in path order, parsed in up to `processes` processes.
+    """`produce(paths, *args)`'s items in path order, parsed in up to `processes` processes.
 
     The journals are shared out by size, each process parses its share in order, and items
     are taken from the process that owns the next path. A process sends pickled lists of
@@ -135,7 +135,7 @@ def in_processes(produce: Producer, db_file: str, paths: list[Path], forgotten, 
     shares = [[p for p, o in zip(paths, owners) if o == k] for k in range(processes)]
     streams: list[_Stream] = []
     try:
-        streams = [_Stream(produce, db_file, share, forgotten, message_bytes) for share in shares]
+        streams = [_Stream(produce, share, args, message_bytes) for share in shares]
         started = all(stream.ready() for stream in streams)
         if started:
             for owner in owners:
@@ -149,7 +149,7 @@ def in_processes(produce: Producer, db_file: str, paths: list[Path], forgotten, 
     finally:
         for stream in streams:
             stream.close()
-    fallback = in_thread(produce(db_file, paths, forgotten), ahead_bytes)
+    fallback = in_thread(produce(paths, *args), ahead_bytes)
     try:
         yield from fallback
     finally:
@@ -174,8 +174,7 @@ def _share_out(paths: list[Path], processes: int) -> list[int]:
 class _Stream:
     """One parsing process and the items it has sent that the writer has not taken yet."""
 
-    def __init__(self, produce: Producer, db_file: str, paths: list[Path], forgotten,
-                 message_bytes: int) -> None:
+    def __init__(self, produce: Producer, paths: list[Path], args: tuple, message_bytes: int) -> None:
         ctx = multiprocessing.get_context(_start_method())
         self.receiver, sender = ctx.Pipe(duplex=False)
         try:  # fewer, larger reads than the default 64 KiB pipe allows (Linux only)
@@ -186,7 +185,7 @@ class _Stream:
         self.items: collections.deque = collections.deque()
         self.process = ctx.Process(
             target=_child_main, name="pimem-parse", daemon=True,
-            args=(sender, produce, db_file, paths, forgotten, os.getpid(), message_bytes))
+            args=(sender, produce, paths, args, os.getpid(), message_bytes))
         try:
             self.process.start()
         finally:
@@ -236,8 +235,8 @@ class _Stream:
         self.process.close()
 
 
-def _child_main(sender, produce: Producer, db_file: str, paths: list[Path], forgotten,
-                parent: int, message_bytes: int) -> None:
+def _child_main(sender, produce: Producer, paths: list[Path], args: tuple, parent: int,
+                message_bytes: int) -> None:
     """A parsing process: says it is ready, runs `produce`, sends its items in messages (a small first one).
 
     A thread sends them, so parsing goes on while the writer is busy: up to QUEUED_MESSAGES
@@ -261,7 +260,7 @@ def _child_main(sender, produce: Producer, db_file: str, paths: list[Path], forg
     pending: list = []
     pending_bytes = 0
     limit = min(FIRST_MESSAGE_BYTES, message_bytes)
-    for item in _errors_as_items(produce(db_file, paths, forgotten)):
+    for item in _errors_as_items(produce(paths, *args)):
         size = text_bytes(item)
         if pending and pending_bytes + size > limit:
             outbox.put(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))

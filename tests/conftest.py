@@ -67,9 +67,9 @@ def parsing_processes(monkeypatch) -> list:
     original = parsing._Stream
 
     class Counted(original):
-        def __init__(self, produce, db_file, paths, *rest):
+        def __init__(self, produce, paths, *rest):
             started.append(list(paths))
-            super().__init__(produce, db_file, paths, *rest)
+            super().__init__(produce, paths, *rest)
 
     monkeypatch.setattr(parsing, "_Stream", Counted)
     return started

@@ -619,3 +619,18 @@ def test_a_parser_process_that_cannot_start_falls_back_to_a_thread(tmp_path, loc
     assert int(done.stdout.split()[-1]) == entry_count(clean) > 0
     assert "ParserStopped" not in done.stderr
     assert snapshot(store.open_index(tmp_path / "piped.sqlite")) == snapshot(clean)
+
+
+@pytest.mark.parametrize("bulk", [False, True], ids=["thread", "processes"])
+def test_the_parsing_side_never_opens_the_index(tmp_path, locations, new_journal, monkeypatch, bulk):
+    make_corpus(new_journal, sessions=4, turns=20)
+    if bulk:
+        force_parsing_in_a_child(monkeypatch)
+    conn = store.open_index(tmp_path / "index.sqlite")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the parsing side opened the index (a connection must not cross a fork)")
+
+    monkeypatch.setattr(store.db, "connect", refuse)
+    report = index_all(conn, locations)
+    assert report.files == 4 and entry_count(conn) == 4 * 20 * 3

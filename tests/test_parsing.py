@@ -10,7 +10,7 @@ import pytest
 from pimem_index import parsing
 
 
-def numbered(db_file: str, paths: list[Path], forgotten) -> object:
+def numbered(paths: list[Path], *args) -> object:
     """A producer standing in for the indexer's: three items per journal, the last one "end"."""
     for path in paths:
         if path.name == "broken":
@@ -38,7 +38,7 @@ def test_journals_are_shared_out_by_size_so_each_process_keeps_pace(tmp_path):
 @pytest.mark.parametrize("processes", [1, 2, 3])
 def test_items_come_back_in_path_order_however_many_processes_parse(tmp_path, processes):
     paths = journals(tmp_path, [500, 20, 20, 300, 20, 20, 20])
-    items = list(parsing.in_processes(numbered, "unused.sqlite", paths, None, processes=processes,
+    items = list(parsing.in_processes(numbered, paths, (), processes=processes,
                                       message_bytes=1, ahead_bytes=1))
     assert [(kind, path) for kind, path, _ in items] == [
         (kind, path) for path in paths for kind in ("work", "batch", "end")]
@@ -51,7 +51,7 @@ def test_an_error_in_a_parsing_process_is_raised_in_the_writer_after_the_journal
     broken.write_bytes(b"x")
     seen = []
     with pytest.raises(ValueError, match="cannot parse broken") as raised:
-        for _kind, path, _ in parsing.in_processes(numbered, "unused.sqlite", [*paths, broken], None,
+        for _kind, path, _ in parsing.in_processes(numbered, [*paths, broken], (),
                                                    processes=2, message_bytes=1, ahead_bytes=1):
             seen.append(path)
     assert set(seen) == set(paths) and broken not in seen
@@ -60,7 +60,7 @@ def test_an_error_in_a_parsing_process_is_raised_in_the_writer_after_the_journal
 
 def test_more_processes_than_journals_starts_one_per_journal(tmp_path, parsing_processes):
     paths = journals(tmp_path, [10, 10])
-    items = list(parsing.in_processes(numbered, "unused.sqlite", paths, None, processes=4,
+    items = list(parsing.in_processes(numbered, paths, (), processes=4,
                                       message_bytes=1, ahead_bytes=1))
     assert len(items) == 6
     assert parsing_processes == [[paths[0]], [paths[1]]]
@@ -74,7 +74,7 @@ def test_a_process_with_one_thread_forks_its_parsers_and_one_with_threads_spawns
     try:
         assert parsing._start_method() == "spawn"
         paths = journals(tmp_path, [30, 30, 30])
-        items = list(parsing.in_processes(numbered, "unused.sqlite", paths, None, processes=2,
+        items = list(parsing.in_processes(numbered, paths, (), processes=2,
                                           message_bytes=1, ahead_bytes=1))
         assert [path for kind, path, _ in items if kind == "end"] == paths
     finally:
