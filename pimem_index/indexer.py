@@ -98,6 +98,8 @@ class _Batch:
     last_timestamp: str | None = None
     forgotten_session: bool = False
     text_bytes: int = 0
+    # Every complete line of the journal, as it was opened, is in this batch or an earlier one.
+    complete: bool = False
     # Parsed in another process: no thread here wants the GIL, so rows go one per step.
     parsed_apart: bool = False
 
@@ -245,7 +247,7 @@ def _apply(conn: db.Connection, work: _Work, batches: Iterable["_Batch"], report
         report.malformed += batch.malformed
         expected = (file_id, batch.end)
     if reset:
-        _write_batch(conn, work.path, work.st, _Batch(start=0, end=0, lines=0), expected, True)
+        _write_batch(conn, work.path, work.st, _Batch(start=0, end=0, lines=0, complete=True), expected, True)
         report.reindexed += 1
         touched = True
     elif row is not None and not touched and (work.st.st_size != row[3] or work.st.st_mtime != row[4]):
@@ -274,6 +276,7 @@ def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
     buffer_offset = start
     skipping = False
     batch = _Batch(start=start, end=start, lines=0)
+    yielded = False
     remaining = size - start
     while remaining > 0:
         chunk = fh.read(min(CHUNK_BYTES, remaining))
@@ -301,6 +304,7 @@ def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
             batch.lines += 1
             if len(batch.rows) >= BATCH_ENTRIES or batch.text_bytes >= BATCH_TEXT_BYTES:
                 yield batch
+                yielded = True
                 batch = _Batch(start=offset, end=offset, lines=0)
         buffer = data[pos:]
         buffer_offset = base + pos
@@ -308,7 +312,8 @@ def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
             skipping = True
             buffer = b""
             buffer_offset = base + len(data)
-    if batch.lines:
+    if batch.lines or yielded:  # the last batch says the journal was read to its end, even empty
+        batch.complete = True
         yield batch
 
 
@@ -414,7 +419,10 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: _Batch, expected, r
             _insert_rows(conn, first, file_id, session_id, store.scope_terms(cwd, session_id), batch)
         params = {
             "id": file_id, "cursor": batch.end, "lines": batch.lines, "n": len(batch.rows),
-            "malformed": batch.malformed, "size": st.st_size, "mtime": st.st_mtime,
+            "malformed": batch.malformed, "size": st.st_size,
+            # mtime is kept only once the journal was read to its end: a pass stopped between
+            # two batches leaves it NULL, so the next pass (and status) sees work left.
+            "mtime": st.st_mtime if batch.complete else None,
             "inode": st.st_ino, "now": _now(), "last_ts": batch.last_timestamp,
             "forgotten": batch.forgotten_session,
         }

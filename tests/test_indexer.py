@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from pimem_index import indexer, parsing, store
+from pimem_index import indexer, parsing, query, store
 from pimem_index.indexer import index_all, index_journal
 
 SECRET = "gh" + "p_" + "Zq8xK2mN4pR6tV9wY1bD3fH5jL7nQ0sU2xA4"
@@ -634,3 +634,34 @@ def test_the_parsing_side_never_opens_the_index(tmp_path, locations, new_journal
     monkeypatch.setattr(store.db, "connect", refuse)
     report = index_all(conn, locations)
     assert report.files == 4 and entry_count(conn) == 4 * 20 * 3
+
+
+def test_a_pass_stopped_between_two_batches_of_a_journal_is_finished_by_the_next(tmp_path, locations,
+                                                                                  new_journal, monkeypatch):
+    (j,) = make_corpus(new_journal, sessions=1, turns=60)
+    long_ago = time.time() - 3600  # not a journal still being written (RACY_SECONDS)
+    os.utime(j.path, (long_ago, long_ago))
+    monkeypatch.setattr(indexer, "BATCH_ENTRIES", 50)
+    original = indexer._write_batch
+    written = []
+
+    def stop_after_the_first_batch(*args):
+        if written:
+            raise KeyboardInterrupt
+        written.append(original(*args))
+        return written[-1]
+
+    monkeypatch.setattr(indexer, "_write_batch", stop_after_the_first_batch)
+    conn = store.open_index(tmp_path / "stopped.sqlite")
+    with pytest.raises(KeyboardInterrupt):
+        index_all(conn, locations)
+    assert entry_count(conn) == 50
+    assert query.status(conn, locations)["journals_pending"] == 1
+    monkeypatch.setattr(indexer, "_write_batch", original)
+    index_all(conn, locations)
+    assert entry_count(conn) == 60 * 3
+    assert query.status(conn, locations)["journals_pending"] == 0
+    clean = store.open_index(tmp_path / "clean.sqlite")
+    index_all(clean, locations)
+    assert snapshot(conn) == snapshot(clean)
+    assert index_all(conn, locations).files == 0  # read to its end: the next pass skips it
