@@ -151,6 +151,17 @@ def _file_rows(conn: db.Connection) -> dict[str, tuple]:
     return {row[0]: tuple(row[1:]) for row in conn.execute(f"SELECT path, {_FILE_COLUMNS} FROM files")}
 
 
+def _line_after(fh, cursor: int, size: int, limit: int = 1024 * 1024) -> bool:
+    """Whether a complete line follows the cursor (looking at most `limit` bytes ahead).
+
+    An index written before batches said whether they read a journal to its end may hold
+    one stopped between two batches with its size and mtime recorded: this finds it.
+    """
+    if cursor >= size:
+        return False
+    return b"\n" in _read_at(fh, cursor, min(limit, size - cursor))
+
+
 def _read_at(fh, offset: int, length: int) -> bytes:
     fh.seek(offset)
     return fh.read(length)
@@ -218,7 +229,8 @@ def _prepare(row: tuple | None, path: str, forgotten: forget.Forgotten) -> _Work
     work = _Work(path, row, fh=fh, st=st, forgotten=forgotten)
     if row is not None:
         unchanged = st.st_size == row[3] and st.st_mtime == row[4] and row[5] == st.st_ino
-        if unchanged and not row[11] and time.time() - st.st_mtime > RACY_SECONDS:
+        if (unchanged and not row[11] and time.time() - st.st_mtime > RACY_SECONDS
+                and not _line_after(fh, row[1], st.st_size)):
             fh.close()
             return None
         work.reset = _needs_reset(row, st, fh)

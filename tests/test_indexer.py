@@ -665,3 +665,37 @@ def test_a_pass_stopped_between_two_batches_of_a_journal_is_finished_by_the_next
     index_all(clean, locations)
     assert snapshot(conn) == snapshot(clean)
     assert index_all(conn, locations).files == 0  # read to its end: the next pass skips it
+
+
+def test_a_journal_an_older_index_recorded_as_read_to_its_end_while_half_read_is_finished(tmp_path, locations,
+                                                                                         new_journal, monkeypatch):
+    (j,) = make_corpus(new_journal, sessions=1, turns=60)
+    long_ago = time.time() - 3600
+    os.utime(j.path, (long_ago, long_ago))
+    monkeypatch.setattr(indexer, "BATCH_ENTRIES", 50)
+    conn = store.open_index(tmp_path / "old.sqlite")
+    original = indexer._write_batch
+
+    def stop_after_the_first_batch(*args):
+        if entry_count(conn):
+            raise KeyboardInterrupt
+        return original(*args)
+
+    monkeypatch.setattr(indexer, "_write_batch", stop_after_the_first_batch)
+    with pytest.raises(KeyboardInterrupt):
+        index_all(conn, locations)
+    monkeypatch.setattr(indexer, "_write_batch", original)
+    with store.db.write(conn):  # what every batch recorded before: the journal looks read to its end
+        conn.execute("UPDATE files SET mtime = ?", (os.stat(j.path).st_mtime,))
+    assert entry_count(conn) == 50
+    index_all(conn, locations)
+    assert entry_count(conn) == 60 * 3
+    assert index_all(conn, locations).files == 0
+    j.append_bytes(b'{"type":"message","id":"half')  # an incomplete last line waits and is not reread
+    os.utime(j.path, (long_ago, long_ago))
+    index_all(conn, locations)  # remembers the new size
+    parsed = []
+    original_batches = indexer._batches
+    monkeypatch.setattr(indexer, "_batches", lambda *a: (parsed.append(a), original_batches(*a))[1])
+    index_all(conn, locations)
+    assert parsed == [] and entry_count(conn) == 60 * 3
