@@ -564,6 +564,21 @@ def default_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def _holder_gone(holder: str) -> bool:
+    """Whether a lease holder was a process on this host that no longer runs (killed, say),
+    so running the command again goes on at once instead of waiting for the lease to expire."""
+    host, _, pid = holder.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it runs, as another user
+        return False
+    return False
+
+
 def take_lease(conn: db.Connection, owner: str, seconds: int = LEASE_SECONDS) -> str | None:
     """Take or renew the backfill lease; returns None when we hold it, else the current holder."""
     now = time.time()
@@ -575,7 +590,7 @@ def take_lease(conn: db.Connection, owner: str, seconds: int = LEASE_SECONDS) ->
                 expired = float(expiry) < now
             except ValueError:
                 expired = True
-            if holder != owner and not expired:
+            if holder != owner and not expired and not _holder_gone(holder):
                 return holder
         store.set_meta(conn, LEASE_KEY, f"{owner}@{now + seconds:.3f}")
         return None

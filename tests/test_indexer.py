@@ -6,6 +6,7 @@ import json
 import multiprocessing
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -301,6 +302,26 @@ def test_lease_is_exclusive_until_it_expires(conn):
     assert indexer.take_lease(conn, "b", seconds=60) is None
     indexer.release_lease(conn, "b")
     assert store.get_meta(conn, indexer.LEASE_KEY) is None
+
+
+def test_a_lease_held_by_a_process_of_this_host_that_is_gone_is_taken_at_once(conn):
+    here = socket.gethostname()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+
+    def held_by(holder: str) -> str | None:
+        with store.db.write(conn):
+            store.set_meta(conn, indexer.LEASE_KEY, f"{holder}@{time.time() + 60}")
+        return indexer.take_lease(conn, "me", seconds=60)
+
+    try:
+        assert held_by(f"{here}:{gone.pid}") is None
+        assert held_by(f"{here}:{alive.pid}") == f"{here}:{alive.pid}"
+        assert held_by(f"elsewhere:{gone.pid}") == f"elsewhere:{gone.pid}"  # another host's: wait for it
+    finally:
+        alive.kill()
+        alive.wait()
 
 
 def test_backfill_defers_to_a_live_lease_but_named_journals_still_index(conn, locations, new_journal):
