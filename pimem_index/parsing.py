@@ -135,7 +135,8 @@ def in_processes(produce: Producer, paths: list[Path], args: tuple, *,
     shares = [[p for p, o in zip(paths, owners) if o == k] for k in range(processes)]
     streams: list[_Stream] = []
     try:
-        streams = [_Stream(produce, share, args, message_bytes) for share in shares]
+        for share in shares:  # one by one, so those started are stopped if the next cannot be
+            streams.append(_Stream(produce, share, args, message_bytes))
         started = all(stream.ready() for stream in streams)
         if started:
             for owner in owners:
