@@ -634,17 +634,16 @@ def index_all(
         paths = discover(locations)
         report.removed += remove_missing(conn)
         total = len(paths)
-        bulk = _pending_bytes(conn, paths) >= COMPACT_AFTER_BYTES
+        rows = _file_rows(conn)
+        bulk = _pending_bytes(rows, paths) >= COMPACT_AFTER_BYTES
         _merge_settings(conn, bulk=bulk)
         if bulk:  # pages are mostly appended: a small cache does, and the parsers get the memory
             conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
         if bulk and conn.execute("SELECT 1 FROM entries LIMIT 1").fetchone() is None:
-            with db.write(conn):  # a cold build: the indexes are sorted once its rows are in
+            with db.write(conn):  # a cold build: the indexes are sorted once its rows are in (below)
                 store.drop_entry_indexes(conn)
-        else:
-            store.create_entry_indexes(conn)  # after a cold build that was stopped
         last_write = time.monotonic()
-        for done, path in enumerate(_pipelined(conn, paths, forgotten, report, bulk=bulk), 1):
+        for done, path in enumerate(_pipelined(conn, paths, rows, forgotten, report, bulk=bulk), 1):
             if progress:
                 progress(done, total, path)
             if time.monotonic() - last_write >= PROGRESS_SECONDS and report.files:
@@ -655,7 +654,6 @@ def index_all(
                 _record_backfill(conn, total, done, complete=False)
                 last_write = time.monotonic()
         else:
-            store.create_entry_indexes(conn)
             _record_backfill(conn, total, total, complete=True)
             if report.bytes_read >= COMPACT_AFTER_BYTES:
                 compact(conn)
@@ -663,7 +661,8 @@ def index_all(
     finally:
         conn.execute(f"PRAGMA cache_size = {cache}")
         try:
-            store.create_entry_indexes(conn)  # however the pass ended, lookups stay indexed
+            # However the pass ended, and whatever an earlier one left (a SIGKILLed cold build).
+            store.create_entry_indexes(conn)
         except db.OperationalError:
             pass  # the index is busy: the next pass creates them
         finally:
@@ -680,13 +679,13 @@ STEADY_MERGE = (4, 16)
 BULK_CACHE_KIB = 16_384
 
 
-def _pending_bytes(conn: db.Connection, paths: list[Path]) -> int:
+def _pending_bytes(rows: dict[str, tuple], paths: list[Path]) -> int:
     """Roughly how much journal a pass has ahead of it."""
-    known = dict(conn.execute("SELECT path, cursor FROM files").fetchall())
     pending = 0
     for path in paths:
+        row = rows.get(str(path))
         try:
-            pending += max(0, path.stat().st_size - known.get(str(path), 0))
+            pending += max(0, path.stat().st_size - (row[1] if row else 0))
         except OSError:
             continue
     return pending
@@ -727,7 +726,7 @@ def _produce(paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgot
         yield ("end", path, None)
 
 
-def _pipelined(conn: db.Connection, paths: list[Path], forgotten: forget.Forgotten,
+def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgotten,
                report: IndexReport, bulk: bool = False) -> Iterator[Path]:
     """Index journals in order, parsing the next ones while this one is written.
 
@@ -735,7 +734,6 @@ def _pipelined(conn: db.Connection, paths: list[Path], forgotten: forget.Forgott
     keeps a single Python thread and SQLite never waits for the GIL. A journal another
     indexer changed meanwhile is done again on its own. Yields each path once it is done.
     """
-    rows = _file_rows(conn)
     if bulk:
         items = _from_processes(paths, rows, forgotten)
     else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import types
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,15 @@ def numbered(paths: list[Path], *args) -> object:
             raise ValueError(f"cannot parse {path.name}")
         yield ("work", path, None)
         yield ("batch", path, None)
+        yield ("end", path, None)
+
+
+def batches_of_text(paths: list[Path], *args) -> object:
+    """A producer of journals of ten 100 KB batches each (only their size matters here)."""
+    for path in paths:
+        yield ("work", path, None)
+        for _ in range(10):
+            yield ("batch", path, types.SimpleNamespace(text_bytes=100_000))
         yield ("end", path, None)
 
 
@@ -80,3 +90,23 @@ def test_a_process_with_one_thread_forks_its_parsers_and_one_with_threads_spawns
     finally:
         stop.set()
         other.join()
+
+
+def test_the_first_message_is_small_so_writing_starts_early_and_the_rest_are_full(tmp_path, monkeypatch):
+    sent = []
+    receive = parsing._Stream._receive
+
+    def recorded(self) -> list:
+        message = receive(self)
+        sent.append(sum(parsing.text_bytes(item) for item in message))
+        return message
+
+    monkeypatch.setattr(parsing._Stream, "_receive", recorded)
+    paths = journals(tmp_path, [10, 10, 10])
+    items = list(parsing.in_processes(batches_of_text, paths, (), processes=1,
+                                      message_bytes=1_000_000, ahead_bytes=1))
+    assert len(items) == 3 * 12
+    assert sent[0] == 0  # "ready"
+    assert 0 < sent[1] <= parsing.FIRST_MESSAGE_BYTES
+    assert all(900_000 <= n <= 1_000_000 for n in sent[2:-1])  # not cut as small as the first
+    assert sum(sent) == 3 * 10 * 100_000
