@@ -9,10 +9,10 @@ not, so a bulk backfill parses in one or more processes, each given a share of t
 from __future__ import annotations
 
 import collections
+import gc
 import multiprocessing
 import os
 import pickle
-import queue
 import signal
 import threading
 import time
@@ -22,12 +22,16 @@ from typing import Callable, Iterator
 
 # How often the writer checks that a parsing process is alive, and a process its parent.
 POLL_SECONDS = 1.0
-# Messages a process queues while one is being sent: memory is bounded in bytes.
-QUEUED_MESSAGES = 1
+# Pickled messages a process queues while one is being sent, in bytes: memory stays bounded
+# however the messages are sized (a large batch goes alone).
+QUEUED_BYTES = 8 * 1024 * 1024
 # The first message goes as soon as it holds this much text, so the writer starts early.
 FIRST_MESSAGE_BYTES = 256 * 1024
 # Parsing processes at most: two keep ahead of one writer (parsing costs about what writing does).
 MAX_PROCESSES = 2
+# Parsing processes run this much nicer than the writer, and collect garbage this rarely.
+PARSER_NICENESS = 10
+PARSER_GC_THRESHOLD = (100_000, 50, 100)
 ITEM_ENDS = ("skip", "end")
 
 Producer = Callable[..., Iterator[tuple]]  # produce(paths, *args)
@@ -240,13 +244,14 @@ def _child_main(sender, produce: Producer, paths: list[Path], args: tuple, paren
                 message_bytes: int) -> None:
     """A parsing process: says it is ready, runs `produce`, sends its items in messages (a small first one).
 
-    A thread sends them, so parsing goes on while the writer is busy: up to QUEUED_MESSAGES
+    A thread sends them, so parsing goes on while the writer is busy: up to QUEUED_BYTES
     wait in a queue, besides the one being sent and the one being built.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the writer's to handle; it stops us
     _return_large_blocks()
+    _yield_to_the_writer()
     threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
-    outbox: queue.Queue = queue.Queue(maxsize=QUEUED_MESSAGES)
+    outbox = _Outbox(QUEUED_BYTES)
 
     def send() -> None:
         try:
@@ -262,17 +267,46 @@ def _child_main(sender, produce: Producer, paths: list[Path], args: tuple, paren
     pending_bytes = 0
     limit = min(FIRST_MESSAGE_BYTES, message_bytes)
     for item in _errors_as_items(produce(paths, *args)):
-        size = text_bytes(item)
-        if pending and pending_bytes + size > limit:
+        pending.append(item)
+        pending_bytes += text_bytes(item)
+        # Sent at once, not when the next item is parsed; a journal's last batch waits for
+        # its end item (next, with no parsing between), which the writer needs to go on.
+        if pending_bytes >= limit and not getattr(item[2], "complete", False):
             outbox.put(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))
             pending, pending_bytes, limit = [], 0, message_bytes
-        pending.append(item)
-        pending_bytes += size
     pending.append(("done", None, None))
     outbox.put(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))
     outbox.put(None)
     sending.join()
     sender.close()
+
+
+class _Outbox:
+    """A queue of pickled messages bounded in bytes: `put` waits while it holds `limit`
+    bytes or more (so one message of any size always fits)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.queued: collections.deque = collections.deque()
+        self.bytes = 0
+        self.changed = threading.Condition()
+
+    def put(self, data: bytes | None) -> None:
+        with self.changed:
+            while self.queued and self.bytes >= self.limit:
+                self.changed.wait()
+            self.queued.append(data)
+            self.bytes += len(data or b"")
+            self.changed.notify_all()
+
+    def get(self) -> bytes | None:
+        with self.changed:
+            while not self.queued:
+                self.changed.wait()
+            data = self.queued.popleft()
+            self.bytes -= len(data or b"")
+            self.changed.notify_all()
+            return data
 
 
 def _errors_as_items(items: Iterator[tuple]) -> Iterator[tuple]:
@@ -286,6 +320,23 @@ def _errors_as_items(items: Iterator[tuple]) -> Iterator[tuple]:
         except Exception:
             e = RuntimeError(f"{type(e).__name__}: {e}")
         yield ("error", None, e)
+
+
+def _yield_to_the_writer() -> None:
+    """In a parsing process: run at a lower priority and collect garbage rarely.
+
+    Two parsers and the writer share two cores; at equal priority the writer got two thirds
+    of one while both parsers ran, and waited for its own work. Parsing makes no reference
+    cycles worth collecting, only short-lived dicts and tuples that trigger collections.
+    """
+    nice = getattr(os, "nice", None)
+    if nice is not None:
+        try:
+            nice(PARSER_NICENESS)
+        except OSError:
+            pass
+    gc.freeze()  # what the fork copied is never scanned (nor its pages touched)
+    gc.set_threshold(*PARSER_GC_THRESHOLD)
 
 
 def _return_large_blocks() -> None:

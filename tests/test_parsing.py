@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import threading
 import types
 from pathlib import Path
@@ -107,6 +109,46 @@ def test_the_first_message_is_small_so_writing_starts_early_and_the_rest_are_ful
                                       message_bytes=1_000_000, ahead_bytes=1))
     assert len(items) == 3 * 12
     assert sent[0] == 0  # "ready"
-    assert 0 < sent[1] <= parsing.FIRST_MESSAGE_BYTES
-    assert all(900_000 <= n <= 1_000_000 for n in sent[2:-1])  # not cut as small as the first
+    # Each message goes as soon as it holds its share (one batch more at most), not when
+    # the next batch has been parsed: the first one once it holds FIRST_MESSAGE_BYTES.
+    assert parsing.FIRST_MESSAGE_BYTES <= sent[1] < parsing.FIRST_MESSAGE_BYTES + 100_000
+    assert all(1_000_000 <= n < 1_100_000 for n in sent[2:-1])  # not cut as small as the first
     assert sum(sent) == 3 * 10 * 100_000
+
+
+def niceness(paths: list[Path], *args) -> object:
+    """A producer reporting the niceness it runs at."""
+    for path in paths:
+        yield ("work", path, os.nice(0))
+        yield ("end", path, None)
+
+
+def test_parsing_processes_run_nicer_than_the_writer(tmp_path):
+    writer = os.nice(0)
+    paths = journals(tmp_path, [10, 10])
+    items = list(parsing.in_processes(niceness, paths, (), processes=2, message_bytes=1, ahead_bytes=1))
+    seen = [payload for kind, _path, payload in items if kind == "work"]
+    assert seen == [min(19, writer + parsing.PARSER_NICENESS)] * 2
+    assert os.nice(0) == writer  # the writer itself is left as it was
+
+
+def a_batch_then_a_wait(paths: list[Path], writer_has_it) -> object:
+    """A journal of two batches; the second is parsed only once the writer has the first (or 10 s)."""
+    path = paths[0]
+    yield ("work", path, None)
+    yield ("batch", path, types.SimpleNamespace(text_bytes=2_000_000, complete=False))
+    yield ("batch", path, types.SimpleNamespace(text_bytes=0, complete=True, sent=writer_has_it.wait(10)))
+    yield ("end", path, None)
+
+
+def test_a_full_message_goes_at_once_not_when_the_next_item_is_parsed(tmp_path):
+    writer_has_it = multiprocessing.get_context(parsing._start_method()).Event()
+    paths = journals(tmp_path, [10])
+    batches = []
+    for kind, _path, batch in parsing.in_processes(a_batch_then_a_wait, paths, (writer_has_it,), processes=1,
+                                                   message_bytes=1_000_000, ahead_bytes=1):
+        if kind == "batch":
+            batches.append(batch)
+            writer_has_it.set()
+    assert len(batches) == 2
+    assert batches[1].sent is True
