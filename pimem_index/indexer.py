@@ -29,6 +29,12 @@ from .redact import redact
 CHUNK_BYTES = 4 * 1024 * 1024
 BATCH_TEXT_BYTES = 8 * 1024 * 1024
 BATCH_ENTRIES = 5000
+# A large journal's first batch is this fraction of a full one, and each next one twice the
+# last: the writer starts on it as soon as a little is parsed, and parsing (about twice as
+# fast as writing) stays ahead while the batches grow. Smaller journals are one batch, so
+# a backfill still writes many of them in one transaction.
+FIRST_BATCH_SHARE = 16
+RAMP_JOURNAL_BYTES = 2 * BATCH_TEXT_BYTES
 # Small journals are written together until this much text is pending: fewer commits.
 GROUP_TEXT_BYTES = 8 * 1024 * 1024
 MAX_LINE_BYTES = 256 * 1024 * 1024
@@ -43,7 +49,7 @@ COMPACT_AFTER_BYTES = 32 * 1024 * 1024
 PROGRESS_SECONDS = 1.0
 # A bulk backfill parses in other processes, which send parsed journals in messages of
 # about this much text (a larger batch goes alone).
-MESSAGE_TEXT_BYTES = 4 * 1024 * 1024
+MESSAGE_TEXT_BYTES = 1024 * 1024
 # A parsing thread runs up to this much text ahead of the writer.
 AHEAD_TEXT_BYTES = 3 * BATCH_TEXT_BYTES
 
@@ -203,11 +209,12 @@ class _Work:
         """What the writer needs (no open file, no forget list): a copy that pickles."""
         return dataclasses.replace(self, fh=None, forgotten=None)
 
-    def batches(self) -> Iterator["_Batch"]:
+    def batches(self, ramp: bool = False) -> Iterator["_Batch"]:
+        """The journal's batches; with `ramp`, small ones first whatever its size."""
         if self.missing:
             return iter(())
         return _batches(self.fh, self.start, self.start_line, self.st.st_size, self.session_id,
-                        self.forgotten)
+                        self.forgotten, ramp)
 
     def __enter__(self) -> "_Work":
         return self
@@ -239,8 +246,13 @@ def _prepare(row: tuple | None, path: str, forgotten: forget.Forgotten) -> _Work
     return work
 
 
-def _apply(conn: db.Connection, work: _Work, batches: Iterable["_Batch"], report: IndexReport) -> None:
-    """Write a journal's batches; raises _Conflict when another indexer moved it meanwhile."""
+def _apply(conn: db.Connection, work: _Work, batches: Iterable["_Batch"], report: IndexReport,
+           commit_bytes: int = 0) -> None:
+    """Write a journal's batches; raises _Conflict when another indexer moved it meanwhile.
+
+    Each batch commits on its own (or joins the caller's transaction); with `commit_bytes`,
+    batches share transactions of about that much text, fewer commits for a large journal.
+    """
     row = work.row
     if work.missing:
         report.removed += forget_journal(conn, work.path)
@@ -248,16 +260,18 @@ def _apply(conn: db.Connection, work: _Work, batches: Iterable["_Batch"], report
     reset = work.reset
     expected = None if row is None else (row[0], row[1])
     touched = False
-    for batch in batches:
-        file_id = _write_batch(conn, work.path, work.st, batch, expected, reset)
-        touched = True
-        if reset:
-            report.reindexed += 1
-            reset = False
-        report.entries_added += len(batch.rows)
-        report.bytes_read += batch.end - batch.start
-        report.malformed += batch.malformed
-        expected = (file_id, batch.end)
+    with _Transactions(conn, commit_bytes) as transactions:
+        for batch in batches:
+            file_id = _write_batch(conn, work.path, work.st, batch, expected, reset)
+            transactions.wrote(batch.text_bytes)
+            touched = True
+            if reset:
+                report.reindexed += 1
+                reset = False
+            report.entries_added += len(batch.rows)
+            report.bytes_read += batch.end - batch.start
+            report.malformed += batch.malformed
+            expected = (file_id, batch.end)
     if reset:
         _write_batch(conn, work.path, work.st, _Batch(start=0, end=0, lines=0, complete=True), expected, True)
         report.reindexed += 1
@@ -266,6 +280,32 @@ def _apply(conn: db.Connection, work: _Work, batches: Iterable["_Batch"], report
         _touch(conn, row[0], work.st, expected[1])
     if touched:
         report.files += 1
+
+
+class _Transactions:
+    """Write transactions of about `text_bytes` of text each, committed as they fill up
+    and at the end, rolled back on an error; with 0, no transaction of its own."""
+
+    def __init__(self, conn: db.Connection, text_bytes: int) -> None:
+        self.conn = conn
+        self.text_bytes = text_bytes
+        self.pending = 0
+
+    def __enter__(self) -> "_Transactions":
+        if self.text_bytes:
+            self.conn.execute("BEGIN IMMEDIATE")
+        return self
+
+    def wrote(self, text_bytes: int) -> None:
+        self.pending += text_bytes
+        if self.text_bytes and self.pending >= self.text_bytes:
+            self.conn.execute("COMMIT")
+            self.conn.execute("BEGIN IMMEDIATE")
+            self.pending = 0
+
+    def __exit__(self, kind, *exc) -> None:
+        if self.text_bytes:
+            self.conn.execute("ROLLBACK" if kind else "COMMIT")
 
 
 def _touch(conn: db.Connection, file_id: int, st: os.stat_result, cursor: int) -> None:
@@ -278,8 +318,11 @@ def _touch(conn: db.Connection, file_id: int, st: os.stat_result, cursor: int) -
 
 
 def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
-             forgotten: forget.Forgotten) -> Iterator[_Batch]:
-    """Parse complete lines from `start` up to `size` in batches; an incomplete last line waits."""
+             forgotten: forget.Forgotten, ramp: bool = False) -> Iterator[_Batch]:
+    """Parse complete lines from `start` up to `size` in batches; an incomplete last line waits.
+
+    A large journal's batches (or any journal's, with `ramp`) start small and grow.
+    """
     state = _LineState(session_id, forgotten)
     fh.seek(start)
     offset = start
@@ -289,6 +332,7 @@ def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
     skipping = False
     batch = _Batch(start=start, end=start, lines=0)
     yielded = False
+    share = FIRST_BATCH_SHARE if ramp or size - start > RAMP_JOURNAL_BYTES else 1
     remaining = size - start
     while remaining > 0:
         chunk = fh.read(min(CHUNK_BYTES, remaining))
@@ -314,9 +358,10 @@ def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
                 batch.text_bytes += _take_line(batch, line, line_offset, lineno, state)
             batch.end = offset
             batch.lines += 1
-            if len(batch.rows) >= BATCH_ENTRIES or batch.text_bytes >= BATCH_TEXT_BYTES:
+            if len(batch.rows) * share >= BATCH_ENTRIES or batch.text_bytes * share >= BATCH_TEXT_BYTES:
                 yield batch
                 yielded = True
+                share = max(1, share // 2)
                 batch = _Batch(start=offset, end=offset, lines=0)
         buffer = data[pos:]
         buffer_offset = base + pos
@@ -356,8 +401,9 @@ def _take_line(batch: _Batch, line: bytes, offset: int, lineno: int, state: _Lin
             return 0
         text = item.text
         batch.rows.append((
-            item.id, item.parent_id, item.timestamp, item.kind, item.role, item.tool,
-            len(text), lineno, offset, len(line), fp, item.tokens_before,
+            item.id, item.parent_id or "", item.timestamp or "", item.kind, item.role or "",
+            item.tool or "", len(text), lineno, offset, len(line), fp,
+            NO_INT if item.tokens_before is None else item.tokens_before,
         ))
         redacted = redact(text) if text else ""
         batch.texts.append(redacted)
@@ -458,6 +504,11 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: _Batch, expected, r
 
 INSERT_COLUMNS = ("rowid", "file_id", "session_id", "id", "parent_id", "timestamp", "kind", "role",
                   "tool", "chars", "line", "offset", "length", "fingerprint", "tokens_before")
+# Rows carry "" and NO_INT for a missing value, which the INSERT turns into NULL: pysqlite3
+# adapts every None it binds, at about 2 us each (a quarter of the entries' insert time).
+NO_INT = -1
+NULLABLE = {"session_id": "NULLIF(?, '')", "parent_id": "NULLIF(?, '')", "timestamp": "NULLIF(?, '')",
+            "role": "NULLIF(?, '')", "tool": "NULLIF(?, '')", "tokens_before": f"NULLIF(?, {NO_INT})"}
 # Rows per multi-row INSERT: few statements (SQLite releases the GIL for each one, so the
 # parsing thread runs meanwhile; executemany would hand the GIL back and forth per row),
 # in a few fixed sizes so each statement is prepared once and then reused from the cache.
@@ -466,7 +517,7 @@ INSERT_SIZES = (512, 64, 8, 1)
 
 @functools.lru_cache(maxsize=8)
 def _insert_sql(table: str, columns: tuple[str, ...], rows: int) -> str:
-    one = "(" + ",".join("?" * len(columns)) + ")"
+    one = "(" + ",".join(NULLABLE.get(column, "?") for column in columns) + ")"
     return f"INSERT INTO {table} ({', '.join(columns)}) VALUES " + ",".join([one] * rows)
 
 
@@ -490,7 +541,7 @@ def _insert_rows(conn: db.Connection, first: int, file_id: int, session_id: str 
     """
     if batch.parsed_apart:
         conn.executemany(_insert_sql("entries", INSERT_COLUMNS, 1),
-                         [(first + k, file_id, session_id, *row) for k, row in enumerate(batch.rows)])
+                         [(first + k, file_id, session_id or "", *row) for k, row in enumerate(batch.rows)])
         conn.executemany(_insert_sql("entries_fts", ("rowid", "text"), 1),
                          [(first + k, store.fts_text(text, scope)) for k, text in enumerate(batch.texts)])
         return
@@ -500,7 +551,7 @@ def _insert_rows(conn: db.Connection, first: int, file_id: int, session_id: str 
         rowid = first + i
         params: list = []
         for k, row in enumerate(rows):
-            params += (rowid + k, file_id, session_id)
+            params += (rowid + k, file_id, session_id or "")
             params += row
         conn.execute(_insert_sql("entries", INSERT_COLUMNS, len(rows)), params)
         terms: list = []
@@ -712,7 +763,9 @@ def _produce(paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgot
     Decides each journal's work from the rows the pass started with (`_file_rows`), so
     parsing runs ahead across journals, not only within one, without opening the index.
     Runs in a thread or in parsing processes (`parsing`); everything it yields pickles.
+    The first journal with work comes in small batches first, so writing starts early.
     """
+    first = True
     for path in paths:
         path_str = os.path.abspath(path)
         work = _prepare(rows.get(path_str), path_str, forgotten)
@@ -721,8 +774,9 @@ def _produce(paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgot
             continue
         with work:
             yield ("work", path, work.detached())
-            for batch in work.batches():
+            for batch in work.batches(ramp=first):
                 yield ("batch", path, batch)
+        first = False
         yield ("end", path, None)
 
 
@@ -782,7 +836,7 @@ def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: forget.Fo
         yield from flush()
         part = IndexReport()
         try:
-            _apply(conn, work, itertools.chain(batches, _until_end(items)), part)
+            _apply(conn, work, itertools.chain(batches, _until_end(items)), part, GROUP_TEXT_BYTES)
             report.add(part)
         except _Conflict:
             for _ in _until_end(items):

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from pimem_index import indexer, parsing, query, store
+from pimem_index import forget, indexer, parsing, query, store
 from pimem_index.indexer import index_all, index_journal
 
 SECRET = "gh" + "p_" + "Zq8xK2mN4pR6tV9wY1bD3fH5jL7nQ0sU2xA4"
@@ -71,6 +71,26 @@ def test_every_line_type_becomes_the_right_entries(conn, locations, new_journal)
     assert f == (j.session_id, j.cwd, f[2], "Config hunt", 3, 8)
     assert f[2].startswith(str(j.now.year))
     assert conn.execute("SELECT tokens_before FROM entries WHERE kind = 'compaction'").fetchone()[0] == 175004
+
+
+@pytest.mark.parametrize("bulk", [False, True], ids=["thread", "processes"])
+def test_a_missing_value_is_stored_as_null_never_as_its_stand_in(tmp_path, locations, new_journal,
+                                                                   monkeypatch, bulk):
+    full_session(new_journal())
+    if bulk:
+        force_parsing_in_a_child(monkeypatch)
+    conn = store.open_index(tmp_path / "nulls.sqlite")
+    index_all(conn, locations)
+    rows = {kind: (parent, role, tool, tokens) for kind, parent, role, tool, tokens in conn.execute(
+        "SELECT kind, parent_id, role, tool, tokens_before FROM entries ORDER BY offset")}
+    assert rows["compaction"] == (rows["compaction"][0], None, None, 175004)
+    assert rows["compaction"][0] is not None  # a parent, kept
+    assert rows["tool_result"][1:] == ("toolResult", "bash", None)
+    assert rows["user"][0] is None  # the first entry has no parent
+    assert rows["user"][3] is None and rows["branch_summary"][3] is None
+    for column in ("session_id", "parent_id", "timestamp", "role", "tool"):
+        assert conn.execute(f"SELECT COUNT(*) FROM entries WHERE {column} = ''").fetchone()[0] == 0
+    assert conn.execute("SELECT COUNT(*) FROM entries WHERE tokens_before < 0").fetchone()[0] == 0
 
 
 def test_images_signatures_and_redacted_reasoning_never_become_terms(conn, locations, new_journal):
@@ -593,6 +613,50 @@ def test_bulk_backfill_parsed_in_child_processes_equals_a_threaded_pass(tmp_path
     assert snapshot(child) == snapshot(threaded)
 
 
+def batch_sizes(path, ramp: bool = False) -> list[int]:
+    work = indexer._prepare(None, str(path), forget.Forgotten())
+    with work:
+        return [len(batch.rows) for batch in work.batches(ramp=ramp)]
+
+
+def test_a_large_journal_comes_in_small_batches_first_then_full_ones(new_journal, monkeypatch):
+    (j,) = make_corpus(new_journal, sessions=1, turns=100)
+    monkeypatch.setattr(indexer, "BATCH_ENTRIES", 64)
+    monkeypatch.setattr(indexer, "RAMP_JOURNAL_BYTES", 0)  # every journal counts as large
+    sizes = batch_sizes(j.path)
+    assert sizes[:5] == [4, 8, 16, 32, 64] and set(sizes[5:-1]) == {64}
+    assert sum(sizes) == 300
+
+
+def test_a_small_journal_comes_in_full_batches_unless_it_starts_a_pass(new_journal, monkeypatch):
+    (j,) = make_corpus(new_journal, sessions=1, turns=100)
+    monkeypatch.setattr(indexer, "BATCH_ENTRIES", 64)
+    assert set(batch_sizes(j.path)[:-1]) == {64}
+    assert batch_sizes(j.path, ramp=True)[:3] == [4, 8, 16]
+
+
+def test_a_large_journal_in_a_backfill_commits_per_few_batches_not_per_batch(tmp_path, locations,
+                                                                              new_journal, monkeypatch):
+    make_corpus(new_journal, sessions=1, turns=100)
+    monkeypatch.setattr(indexer, "BATCH_ENTRIES", 20)
+    monkeypatch.setattr(indexer, "FIRST_BATCH_SHARE", 1)
+
+    def commits_of_a_pass(group_text_bytes: int, name: str) -> tuple[int, object]:
+        monkeypatch.setattr(indexer, "GROUP_TEXT_BYTES", group_text_bytes)
+        conn = store.open_index(tmp_path / name)
+        statements = []
+        conn.set_trace_callback(statements.append)
+        index_all(conn, locations)
+        conn.set_trace_callback(None)
+        return statements.count("COMMIT"), conn
+
+    each, by_batch = commits_of_a_pass(1, "each.sqlite")
+    grouped, by_group = commits_of_a_pass(250_000, "grouped.sqlite")
+    assert each >= 15  # 300 entries, 20 a batch
+    assert grouped <= each - 10
+    assert snapshot(by_group) == snapshot(by_batch)
+
+
 def test_a_killed_parser_process_is_a_clear_error_and_leaves_only_whole_batches(tmp_path, locations,
                                                                                 new_journal, monkeypatch):
     make_corpus(new_journal, sessions=12, turns=60)
@@ -663,6 +727,8 @@ def test_a_pass_stopped_between_two_batches_of_a_journal_is_finished_by_the_next
     long_ago = time.time() - 3600  # not a journal still being written (RACY_SECONDS)
     os.utime(j.path, (long_ago, long_ago))
     monkeypatch.setattr(indexer, "BATCH_ENTRIES", 50)
+    monkeypatch.setattr(indexer, "GROUP_TEXT_BYTES", 1)  # each batch commits
+    monkeypatch.setattr(indexer, "FIRST_BATCH_SHARE", 1)  # batches of 50 from the first
     original = indexer._write_batch
     written = []
 
@@ -694,6 +760,8 @@ def test_a_journal_an_older_index_recorded_as_read_to_its_end_while_half_read_is
     long_ago = time.time() - 3600
     os.utime(j.path, (long_ago, long_ago))
     monkeypatch.setattr(indexer, "BATCH_ENTRIES", 50)
+    monkeypatch.setattr(indexer, "GROUP_TEXT_BYTES", 1)  # each batch commits
+    monkeypatch.setattr(indexer, "FIRST_BATCH_SHARE", 1)  # batches of 50 from the first
     conn = store.open_index(tmp_path / "old.sqlite")
     original = indexer._write_batch
 
