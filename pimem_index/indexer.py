@@ -8,6 +8,7 @@ line no longer matches its fingerprint is reindexed from byte 0.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import itertools
@@ -793,7 +794,8 @@ def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], f
     else:
         items = parsing.in_thread(_produce(paths, rows, forgotten), AHEAD_TEXT_BYTES)
     try:
-        yield from _write_all(conn, items, forgotten, report)
+        with parsing.collecting_rarely() if bulk else contextlib.nullcontext():
+            yield from _write_all(conn, items, forgotten, report)
     finally:
         items.close()  # stops the thread or the processes at once, however this pass ends
 

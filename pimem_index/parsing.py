@@ -17,6 +17,7 @@ import signal
 import threading
 import time
 import traceback
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -29,9 +30,10 @@ QUEUED_BYTES = 8 * 1024 * 1024
 FIRST_MESSAGE_BYTES = 256 * 1024
 # Parsing processes at most: two keep ahead of one writer (parsing costs about what writing does).
 MAX_PROCESSES = 2
-# Parsing processes run this much nicer than the writer, and collect garbage this rarely.
+# Parsing processes run this much nicer than the writer.
 PARSER_NICENESS = 10
-PARSER_GC_THRESHOLD = (100_000, 50, 100)
+# Garbage collection thresholds while items stream from parsers to the writer (`collecting_rarely`).
+RARE_GC_THRESHOLD = (100_000, 50, 100)
 ITEM_ENDS = ("skip", "end")
 
 Producer = Callable[..., Iterator[tuple]]  # produce(paths, *args)
@@ -326,8 +328,7 @@ def _yield_to_the_writer() -> None:
     """In a parsing process: run at a lower priority and collect garbage rarely.
 
     Two parsers and the writer share two cores; at equal priority the writer got two thirds
-    of one while both parsers ran, and waited for its own work. Parsing makes no reference
-    cycles worth collecting, only short-lived dicts and tuples that trigger collections.
+    of one while both parsers ran, and waited for its own work.
     """
     nice = getattr(os, "nice", None)
     if nice is not None:
@@ -336,7 +337,19 @@ def _yield_to_the_writer() -> None:
         except OSError:
             pass
     gc.freeze()  # what the fork copied is never scanned (nor its pages touched)
-    gc.set_threshold(*PARSER_GC_THRESHOLD)
+    gc.set_threshold(*RARE_GC_THRESHOLD)
+
+
+@contextmanager
+def collecting_rarely() -> Iterator[None]:
+    """Collect garbage rarely meanwhile: parsed items are many short-lived tuples and dicts with
+    no cycles worth collecting, and each collection they trigger walks everything alive."""
+    before = gc.get_threshold()
+    gc.set_threshold(*RARE_GC_THRESHOLD)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 def _return_large_blocks() -> None:

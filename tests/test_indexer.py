@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import os
@@ -655,6 +656,20 @@ def test_a_large_journal_in_a_backfill_commits_per_few_batches_not_per_batch(tmp
     assert each >= 15  # 300 entries, 20 a batch
     assert grouped <= each - 10
     assert snapshot(by_group) == snapshot(by_batch)
+
+
+def test_a_bulk_pass_collects_garbage_rarely_then_gives_the_process_its_thresholds_back(
+        tmp_path, locations, new_journal, monkeypatch):
+    make_corpus(new_journal, sessions=3, turns=20)
+    force_parsing_in_a_child(monkeypatch)
+    before = gc.get_threshold()
+    during = []
+    write_batch = indexer._write_batch
+    monkeypatch.setattr(indexer, "_write_batch", lambda *a: (during.append(gc.get_threshold()), write_batch(*a))[1])
+    conn = store.open_index(tmp_path / "gc.sqlite")
+    index_all(conn, locations)
+    assert len(during) == 3 and set(during) == {parsing.RARE_GC_THRESHOLD}
+    assert gc.get_threshold() == before != parsing.RARE_GC_THRESHOLD
 
 
 def test_a_killed_parser_process_is_a_clear_error_and_leaves_only_whole_batches(tmp_path, locations,
