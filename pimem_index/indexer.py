@@ -285,11 +285,12 @@ def _apply(conn: db.Connection, work: _Work, batches: Iterable["_Batch"], report
 
 class _Transactions:
     """Write transactions of about `text_bytes` of text each, committed as they fill up
-    and at the end, rolled back on an error; with 0, no transaction of its own."""
+    and at the end, rolled back on an error; with 0, or inside the caller's transaction,
+    none of its own."""
 
     def __init__(self, conn: db.Connection, text_bytes: int) -> None:
         self.conn = conn
-        self.text_bytes = text_bytes
+        self.text_bytes = text_bytes if not conn.in_transaction else 0
         self.pending = 0
 
     def __enter__(self) -> "_Transactions":
@@ -305,8 +306,12 @@ class _Transactions:
             self.pending = 0
 
     def __exit__(self, kind, *exc) -> None:
-        if self.text_bytes:
-            self.conn.execute("ROLLBACK" if kind else "COMMIT")
+        if not self.text_bytes:
+            return
+        if kind is None:
+            self.conn.execute("COMMIT")
+        elif self.conn.in_transaction:  # some errors end the transaction themselves
+            self.conn.execute("ROLLBACK")
 
 
 def _touch(conn: db.Connection, file_id: int, st: os.stat_result, cursor: int) -> None:

@@ -658,6 +658,39 @@ def test_a_large_journal_in_a_backfill_commits_per_few_batches_not_per_batch(tmp
     assert snapshot(by_group) == snapshot(by_batch)
 
 
+def test_a_large_journal_stopped_inside_a_transaction_keeps_its_committed_batches_and_no_more(
+        tmp_path, locations, new_journal, monkeypatch):
+    (j,) = make_corpus(new_journal, sessions=1, turns=100)
+    long_ago = time.time() - 3600
+    os.utime(j.path, (long_ago, long_ago))
+    monkeypatch.setattr(indexer, "BATCH_ENTRIES", 20)
+    monkeypatch.setattr(indexer, "FIRST_BATCH_SHARE", 1)
+    texts = [batch.text_bytes for batch in indexer._prepare(None, str(j.path), forget.Forgotten()).batches()]
+    monkeypatch.setattr(indexer, "GROUP_TEXT_BYTES", texts[0] + texts[1])  # two batches a transaction
+    original = indexer._write_batch
+    written = []
+
+    def stop_at_the_fourth_batch(*args):
+        if len(written) == 3:
+            raise KeyboardInterrupt
+        written.append(original(*args))
+        return written[-1]
+
+    monkeypatch.setattr(indexer, "_write_batch", stop_at_the_fourth_batch)
+    conn = store.open_index(tmp_path / "stopped.sqlite")
+    with pytest.raises(KeyboardInterrupt):
+        index_all(conn, locations)
+    assert not conn.in_transaction
+    assert entry_count(conn) == 40  # the first transaction's two batches; the third, written, rolled back
+    cursor = conn.execute("SELECT cursor FROM files").fetchone()[0]
+    assert cursor == conn.execute("SELECT MAX(offset + length) + 1 FROM entries").fetchone()[0]
+    monkeypatch.setattr(indexer, "_write_batch", original)
+    index_all(conn, locations)
+    clean = store.open_index(tmp_path / "clean.sqlite")
+    index_all(clean, locations)
+    assert entry_count(conn) == 300 and snapshot(conn) == snapshot(clean)
+
+
 def test_a_bulk_pass_collects_garbage_rarely_then_gives_the_process_its_thresholds_back(
         tmp_path, locations, new_journal, monkeypatch):
     make_corpus(new_journal, sessions=3, turns=20)
