@@ -3,47 +3,34 @@
 Each journal has a byte cursor. A pass reads complete lines after it, and every write
 transaction moves the cursor together with the rows it adds, so a killed indexer leaves
 a consistent index. A journal that shrank, was replaced, or whose first or last indexed
-line no longer matches its fingerprint is reindexed from byte 0.
+line no longer matches its fingerprint is reindexed from byte 0. This module is the
+writing side; `reading` decides where each journal starts and parses it into batches.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import itertools
 import os
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 import orjson
 
-from . import db, forget, journal, parsing, store
+from . import db, forget, journal, parsing, reading, store
 from .locations import Locations
 from .parsing import ParserStopped  # noqa: F401  (raised through index_all)
-from .redact import redact
 
-CHUNK_BYTES = 4 * 1024 * 1024
-BATCH_TEXT_BYTES = 8 * 1024 * 1024
-BATCH_ENTRIES = 5000
-# A large journal's first batch is this fraction of a full one, and each next one twice the
-# last: the writer starts on it as soon as a little is parsed, and parsing (about twice as
-# fast as writing) stays ahead while the batches grow. Smaller journals are one batch, so
-# a backfill still writes many of them in one transaction.
-FIRST_BATCH_SHARE = 16
-RAMP_JOURNAL_BYTES = 2 * BATCH_TEXT_BYTES
 # Small journals are written together until this much text is pending: fewer commits.
 GROUP_TEXT_BYTES = 8 * 1024 * 1024
-MAX_LINE_BYTES = 256 * 1024 * 1024
 LEASE_KEY = "backfill_lease"
 LEASE_SECONDS = 120
 BACKFILL_KEY = "backfill"
-# A journal modified this recently may have changed again within the clock's granularity.
-RACY_SECONDS = 2.0
 # A backfill that read this much merges the term index's segments afterwards.
 COMPACT_AFTER_BYTES = 32 * 1024 * 1024
 # How often a backfill renews its lease and publishes its progress.
@@ -52,7 +39,7 @@ PROGRESS_SECONDS = 1.0
 # about this much text (a larger batch goes alone).
 MESSAGE_TEXT_BYTES = 1024 * 1024
 # A parsing thread runs up to this much text ahead of the writer.
-AHEAD_TEXT_BYTES = 3 * BATCH_TEXT_BYTES
+AHEAD_TEXT_BYTES = 3 * reading.BATCH_TEXT_BYTES
 
 
 @dataclass
@@ -88,29 +75,6 @@ class IndexReport:
         }
 
 
-@dataclass
-class _Batch:
-    """Lines parsed from one stretch of a journal, ready to write in one transaction."""
-
-    start: int
-    end: int
-    lines: int
-    rows: list = field(default_factory=list)
-    texts: list = field(default_factory=list)
-    malformed: int = 0
-    header: journal.Header | None = None
-    name: str | None = None
-    head: tuple[int, int] | None = None
-    tail: tuple[int, int, int] | None = None
-    last_timestamp: str | None = None
-    forgotten_session: bool = False
-    text_bytes: int = 0
-    # Every complete line of the journal, as it was opened, is in this batch or an earlier one.
-    complete: bool = False
-    # Parsed in another process: no thread here wants the GIL, so rows go one per step.
-    parsed_apart: bool = False
-
-
 class _Conflict(Exception):
     """Another indexer moved this journal's cursor since we looked: look again."""
 
@@ -128,7 +92,7 @@ def index_journal(conn: db.Connection, path: str | Path, *,
     report = IndexReport()
     for _attempt in range(20):
         try:
-            work = _prepare(_file_row(conn, path), path, forgotten)
+            work = reading.prepare(_file_row(conn, path), path, forgotten)
             if work is not None:
                 with work:
                     _apply(conn, work, parsing.in_thread(work.batches(), AHEAD_TEXT_BYTES), report)
@@ -158,96 +122,7 @@ def _file_rows(conn: db.Connection) -> dict[str, tuple]:
     return {row[0]: tuple(row[1:]) for row in conn.execute(f"SELECT path, {_FILE_COLUMNS} FROM files")}
 
 
-def _line_after(fh, cursor: int, size: int, limit: int = 1024 * 1024) -> bool:
-    """Whether a complete line follows the cursor (looking at most `limit` bytes ahead).
-
-    An index written before batches said whether they read a journal to its end may hold
-    one stopped between two batches with its size and mtime recorded: this finds it.
-    """
-    if cursor >= size:
-        return False
-    return b"\n" in _read_at(fh, cursor, min(limit, size - cursor))
-
-
-def _read_at(fh, offset: int, length: int) -> bytes:
-    fh.seek(offset)
-    return fh.read(length)
-
-
-def _needs_reset(row, st: os.stat_result, fh) -> bool:
-    """A shrunk, replaced or rewritten journal must be read again from byte 0."""
-    (_id, cursor, _lines, _size, _mtime, inode, head_length, head_fp, tail_offset,
-     tail_length, tail_fp, needs_reindex, _sid) = row
-    if needs_reindex or st.st_size < cursor:
-        return True
-    if inode is not None and inode != st.st_ino:
-        return True
-    if head_length is not None and journal.fingerprint(_read_at(fh, 0, head_length)) != head_fp:
-        return True
-    if tail_length is not None and (
-        journal.fingerprint(_read_at(fh, tail_offset, tail_length)) != tail_fp
-    ):
-        return True
-    return False
-
-
-@dataclass
-class _Work:
-    """One journal's pending work, decided from its file and its row: where reading starts."""
-
-    path: str
-    row: tuple | None
-    fh: object = None
-    st: os.stat_result | None = None
-    reset: bool = False
-    start: int = 0
-    start_line: int = 0
-    session_id: str | None = None
-    forgotten: forget.Forgotten | None = None
-    missing: bool = False  # the journal is gone: its rows are removed
-
-    def detached(self) -> "_Work":
-        """What the writer needs (no open file, no forget list): a copy that pickles."""
-        return dataclasses.replace(self, fh=None, forgotten=None)
-
-    def batches(self, ramp: bool = False) -> Iterator["_Batch"]:
-        """The journal's batches; with `ramp`, small ones first whatever its size."""
-        if self.missing:
-            return iter(())
-        return _batches(self.fh, self.start, self.start_line, self.st.st_size, self.session_id,
-                        self.forgotten, ramp)
-
-    def __enter__(self) -> "_Work":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.fh is not None:
-            self.fh.close()
-
-
-def _prepare(row: tuple | None, path: str, forgotten: forget.Forgotten) -> _Work | None:
-    """Decide what a journal needs from its file and its row; None when it is unchanged."""
-    try:
-        fh = open(path, "rb")
-    except FileNotFoundError:
-        return _Work(path, row, missing=True) if row is not None else None
-    except OSError:
-        return None  # unreadable now (permissions, a vanished mount): kept as it is, tried next pass
-    st = os.fstat(fh.fileno())
-    work = _Work(path, row, fh=fh, st=st, forgotten=forgotten)
-    if row is not None:
-        unchanged = st.st_size == row[3] and st.st_mtime == row[4] and row[5] == st.st_ino
-        if (unchanged and not row[11] and time.time() - st.st_mtime > RACY_SECONDS
-                and not _line_after(fh, row[1], st.st_size)):
-            fh.close()
-            return None
-        work.reset = _needs_reset(row, st, fh)
-        if not work.reset:
-            work.start, work.start_line, work.session_id = row[1], row[2], row[12]
-    return work
-
-
-def _apply(conn: db.Connection, work: _Work, batches: Iterable["_Batch"], report: IndexReport,
+def _apply(conn: db.Connection, work: reading.Work, batches: Iterable["reading.Batch"], report: IndexReport,
            commit_bytes: int = 0) -> None:
     """Write a journal's batches; raises _Conflict when another indexer moved it meanwhile.
 
@@ -274,7 +149,7 @@ def _apply(conn: db.Connection, work: _Work, batches: Iterable["_Batch"], report
             report.malformed += batch.malformed
             expected = (file_id, batch.end)
     if reset:
-        _write_batch(conn, work.path, work.st, _Batch(start=0, end=0, lines=0, complete=True), expected, True)
+        _write_batch(conn, work.path, work.st, reading.Batch(start=0, end=0, lines=0, complete=True), expected, True)
         report.reindexed += 1
         touched = True
     elif row is not None and not touched and (work.st.st_size != row[3] or work.st.st_mtime != row[4]):
@@ -323,113 +198,10 @@ def _touch(conn: db.Connection, file_id: int, st: os.stat_result, cursor: int) -
         )
 
 
-def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
-             forgotten: forget.Forgotten, ramp: bool = False) -> Iterator[_Batch]:
-    """Parse complete lines from `start` up to `size` in batches; an incomplete last line waits.
-
-    A large journal's batches (or any journal's, with `ramp`) start small and grow.
-    """
-    state = _LineState(session_id, forgotten)
-    fh.seek(start)
-    offset = start
-    lineno = start_line
-    buffer = b""
-    buffer_offset = start
-    skipping = False
-    batch = _Batch(start=start, end=start, lines=0)
-    yielded = False
-    share = FIRST_BATCH_SHARE if ramp or size - start > RAMP_JOURNAL_BYTES else 1
-    remaining = size - start
-    while remaining > 0:
-        chunk = fh.read(min(CHUNK_BYTES, remaining))
-        if not chunk:
-            break
-        remaining -= len(chunk)
-        data = buffer + chunk if buffer else chunk
-        base = buffer_offset
-        pos = 0
-        while True:
-            nl = data.find(b"\n", pos)
-            if nl < 0:
-                break
-            line = data[pos:nl]
-            line_offset = base + pos
-            pos = nl + 1
-            lineno += 1
-            offset = base + pos
-            if skipping:
-                skipping = False
-                batch.malformed += 1
-            else:
-                batch.text_bytes += _take_line(batch, line, line_offset, lineno, state)
-            batch.end = offset
-            batch.lines += 1
-            if len(batch.rows) * share >= BATCH_ENTRIES or batch.text_bytes * share >= BATCH_TEXT_BYTES:
-                yield batch
-                yielded = True
-                share = max(1, share // 2)
-                batch = _Batch(start=offset, end=offset, lines=0)
-        buffer = data[pos:]
-        buffer_offset = base + pos
-        if len(buffer) > MAX_LINE_BYTES:
-            skipping = True
-            buffer = b""
-            buffer_offset = base + len(data)
-    if batch.lines or yielded:  # the last batch says the journal was read to its end, even empty
-        batch.complete = True
-        yield batch
-
-
-@dataclass
-class _LineState:
-    """What a line's meaning depends on beyond itself: the session it belongs to."""
-
-    session_id: str | None
-    forgotten: forget.Forgotten
-
-
-def _take_line(batch: _Batch, line: bytes, offset: int, lineno: int, state: _LineState) -> int:
-    """Add one line to the batch; returns the bytes of text it adds to the term index."""
-    if lineno == 1:
-        batch.head = (len(line), journal.fingerprint(line))
-    fp = journal.fingerprint(line)
-    batch.tail = (offset, len(line), fp)
-    if not line.strip():
-        return 0
-    try:
-        item = journal.parse_line(line, lineno)
-    except journal.Malformed:
-        batch.malformed += 1
-        return 0
-    if isinstance(item, journal.Entry):
-        if state.forgotten and state.forgotten.hides(state.session_id, item):
-            batch.forgotten_session = state.session_id in state.forgotten.sessions
-            return 0
-        text = item.text
-        batch.rows.append((
-            item.id, item.parent_id or "", item.timestamp or "", item.kind, item.role or "",
-            item.tool or "", len(text), lineno, offset, len(line), fp,
-            NO_INT if item.tokens_before is None else item.tokens_before,
-        ))
-        redacted = redact(text) if text else ""
-        batch.texts.append(redacted)
-        if item.timestamp:
-            batch.last_timestamp = item.timestamp
-        return len(redacted)
-    if isinstance(item, journal.Header):
-        if batch.header is None or item.session_id:
-            batch.header = item
-        if item.session_id:
-            state.session_id = item.session_id
-    elif isinstance(item, journal.SessionName):
-        batch.name = item.name
-    return 0
-
-
 def _from_processes(paths: list[Path], rows: dict[str, tuple],
                     forgotten: forget.Forgotten) -> Iterator[tuple]:
-    """`_produce`'s items, parsed and redacted in processes beside this one (a bulk pass)."""
-    items = parsing.in_processes(_produce, paths, (rows, forgotten), processes=parsing.process_count(),
+    """`reading.produce`'s items, parsed and redacted in processes beside this one (a bulk pass)."""
+    items = parsing.in_processes(reading.produce, paths, (rows, forgotten), processes=parsing.process_count(),
                                  message_bytes=MESSAGE_TEXT_BYTES, ahead_bytes=AHEAD_TEXT_BYTES)
     try:
         for item in items:
@@ -440,7 +212,7 @@ def _from_processes(paths: list[Path], rows: dict[str, tuple],
         items.close()
 
 
-def _write_batch(conn, path: str, st: os.stat_result, batch: _Batch, expected, reset: bool) -> int:
+def _write_batch(conn, path: str, st: os.stat_result, batch: reading.Batch, expected, reset: bool) -> int:
     """One short write transaction: rows, terms and the cursor move together. Returns the file id."""
     with db.write(conn):
         current = conn.execute("SELECT id, cursor FROM files WHERE path = ?", (path,)).fetchone()
@@ -510,11 +282,10 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: _Batch, expected, r
 
 INSERT_COLUMNS = ("rowid", "file_id", "session_id", "id", "parent_id", "timestamp", "kind", "role",
                   "tool", "chars", "line", "offset", "length", "fingerprint", "tokens_before")
-# Rows carry "" and NO_INT for a missing value, which the INSERT turns into NULL: pysqlite3
-# adapts every None it binds, at about 2 us each (a quarter of the entries' insert time).
-NO_INT = -1
+# Rows carry "" and reading.NO_INT for a missing value, turned into NULL here: binding None
+# costs pysqlite3 about 2 us a value (a quarter of the entries' insert time).
 NULLABLE = {"session_id": "NULLIF(?, '')", "parent_id": "NULLIF(?, '')", "timestamp": "NULLIF(?, '')",
-            "role": "NULLIF(?, '')", "tool": "NULLIF(?, '')", "tokens_before": f"NULLIF(?, {NO_INT})"}
+            "role": "NULLIF(?, '')", "tool": "NULLIF(?, '')", "tokens_before": f"NULLIF(?, {reading.NO_INT})"}
 # Rows per multi-row INSERT: few statements (SQLite releases the GIL for each one, so the
 # parsing thread runs meanwhile; executemany would hand the GIL back and forth per row),
 # in a few fixed sizes so each statement is prepared once and then reused from the cache.
@@ -537,7 +308,7 @@ def _chunks(total: int) -> Iterator[tuple[int, int]]:
 
 
 def _insert_rows(conn: db.Connection, first: int, file_id: int, session_id: str | None,
-                 scope: str, batch: "_Batch") -> None:
+                 scope: str, batch: "reading.Batch") -> None:
     """Insert a batch's entries and their terms.
 
     Beside a parsing thread, many rows go in each statement (SQLite releases the GIL once per
@@ -763,29 +534,6 @@ def _merge_settings(conn: db.Connection, bulk: bool) -> None:
             conn.execute("INSERT INTO entries_fts (entries_fts, rank) VALUES (?, ?)", (key, value))
 
 
-def _produce(paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgotten) -> Iterator[tuple]:
-    """The parsing side of a backfill: ("skip"|"work"|"batch"|"end", path, payload) per journal.
-
-    Decides each journal's work from the rows the pass started with (`_file_rows`), so
-    parsing runs ahead across journals, not only within one, without opening the index.
-    Runs in a thread or in parsing processes (`parsing`); everything it yields pickles.
-    The first journal with work comes in small batches first, so writing starts early.
-    """
-    first = True
-    for path in paths:
-        path_str = os.path.abspath(path)
-        work = _prepare(rows.get(path_str), path_str, forgotten)
-        if work is None:
-            yield ("skip", path, None)
-            continue
-        with work:
-            yield ("work", path, work.detached())
-            for batch in work.batches(ramp=first):
-                yield ("batch", path, batch)
-        first = False
-        yield ("end", path, None)
-
-
 def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgotten,
                report: IndexReport, bulk: bool = False) -> Iterator[Path]:
     """Index journals in order, parsing the next ones while this one is written.
@@ -797,7 +545,7 @@ def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], f
     if bulk:
         items = _from_processes(paths, rows, forgotten)
     else:
-        items = parsing.in_thread(_produce(paths, rows, forgotten), AHEAD_TEXT_BYTES)
+        items = parsing.in_thread(reading.produce(paths, rows, forgotten), AHEAD_TEXT_BYTES)
     try:
         with parsing.collecting_rarely() if bulk else contextlib.nullcontext():
             yield from _write_all(conn, items, forgotten, report)
@@ -808,7 +556,7 @@ def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], f
 def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: forget.Forgotten,
                report: IndexReport) -> Iterator[Path]:
     """The writing side of `_pipelined`: small journals grouped, large ones batch by batch."""
-    group: list[tuple[Path, _Work | None, list[_Batch]]] = []
+    group: list[tuple[Path, reading.Work | None, list[reading.Batch]]] = []
     group_bytes = 0
 
     def flush() -> Iterator[Path]:
@@ -853,7 +601,7 @@ def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: forget.Fo
     yield from flush()
 
 
-def _first_batches(items: Iterator[tuple], n: int) -> Iterator["_Batch"]:
+def _first_batches(items: Iterator[tuple], n: int) -> Iterator["reading.Batch"]:
     """Up to n batches of the current journal; stops early at its end marker (consumed)."""
     for _ in range(n):
         kind, _path, batch = next(items)
@@ -862,7 +610,7 @@ def _first_batches(items: Iterator[tuple], n: int) -> Iterator["_Batch"]:
         yield batch
 
 
-def _until_end(items: Iterator[tuple]) -> Iterator["_Batch"]:
+def _until_end(items: Iterator[tuple]) -> Iterator["reading.Batch"]:
     """The batches of the current journal, up to its end marker."""
     for kind, _path, batch in items:
         if kind == "end":

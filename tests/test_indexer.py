@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from pimem_index import forget, indexer, parsing, query, store
+from pimem_index import forget, indexer, parsing, query, reading, store
 from pimem_index.indexer import index_all, index_journal
 
 SECRET = "gh" + "p_" + "Zq8xK2mN4pR6tV9wY1bD3fH5jL7nQ0sU2xA4"
@@ -615,15 +615,15 @@ def test_bulk_backfill_parsed_in_child_processes_equals_a_threaded_pass(tmp_path
 
 
 def batch_sizes(path, ramp: bool = False) -> list[int]:
-    work = indexer._prepare(None, str(path), forget.Forgotten())
+    work = reading.prepare(None, str(path), forget.Forgotten())
     with work:
         return [len(batch.rows) for batch in work.batches(ramp=ramp)]
 
 
 def test_a_large_journal_comes_in_small_batches_first_then_full_ones(new_journal, monkeypatch):
     (j,) = make_corpus(new_journal, sessions=1, turns=100)
-    monkeypatch.setattr(indexer, "BATCH_ENTRIES", 64)
-    monkeypatch.setattr(indexer, "RAMP_JOURNAL_BYTES", 0)  # every journal counts as large
+    monkeypatch.setattr(reading, "BATCH_ENTRIES", 64)
+    monkeypatch.setattr(reading, "RAMP_JOURNAL_BYTES", 0)  # every journal counts as large
     sizes = batch_sizes(j.path)
     assert sizes[:5] == [4, 8, 16, 32, 64] and set(sizes[5:-1]) == {64}
     assert sum(sizes) == 300
@@ -631,7 +631,7 @@ def test_a_large_journal_comes_in_small_batches_first_then_full_ones(new_journal
 
 def test_a_small_journal_comes_in_full_batches_unless_it_starts_a_pass(new_journal, monkeypatch):
     (j,) = make_corpus(new_journal, sessions=1, turns=100)
-    monkeypatch.setattr(indexer, "BATCH_ENTRIES", 64)
+    monkeypatch.setattr(reading, "BATCH_ENTRIES", 64)
     assert set(batch_sizes(j.path)[:-1]) == {64}
     assert batch_sizes(j.path, ramp=True)[:3] == [4, 8, 16]
 
@@ -639,8 +639,8 @@ def test_a_small_journal_comes_in_full_batches_unless_it_starts_a_pass(new_journ
 def test_a_large_journal_in_a_backfill_commits_per_few_batches_not_per_batch(tmp_path, locations,
                                                                               new_journal, monkeypatch):
     make_corpus(new_journal, sessions=1, turns=100)
-    monkeypatch.setattr(indexer, "BATCH_ENTRIES", 20)
-    monkeypatch.setattr(indexer, "FIRST_BATCH_SHARE", 1)
+    monkeypatch.setattr(reading, "BATCH_ENTRIES", 20)
+    monkeypatch.setattr(reading, "FIRST_BATCH_SHARE", 1)
 
     def commits_of_a_pass(group_text_bytes: int, name: str) -> tuple[int, object]:
         monkeypatch.setattr(indexer, "GROUP_TEXT_BYTES", group_text_bytes)
@@ -663,9 +663,9 @@ def test_a_large_journal_stopped_inside_a_transaction_keeps_its_committed_batche
     (j,) = make_corpus(new_journal, sessions=1, turns=100)
     long_ago = time.time() - 3600
     os.utime(j.path, (long_ago, long_ago))
-    monkeypatch.setattr(indexer, "BATCH_ENTRIES", 20)
-    monkeypatch.setattr(indexer, "FIRST_BATCH_SHARE", 1)
-    texts = [batch.text_bytes for batch in indexer._prepare(None, str(j.path), forget.Forgotten()).batches()]
+    monkeypatch.setattr(reading, "BATCH_ENTRIES", 20)
+    monkeypatch.setattr(reading, "FIRST_BATCH_SHARE", 1)
+    texts = [batch.text_bytes for batch in reading.prepare(None, str(j.path), forget.Forgotten()).batches()]
     monkeypatch.setattr(indexer, "GROUP_TEXT_BYTES", texts[0] + texts[1])  # two batches a transaction
     original = indexer._write_batch
     written = []
@@ -774,9 +774,9 @@ def test_a_pass_stopped_between_two_batches_of_a_journal_is_finished_by_the_next
     (j,) = make_corpus(new_journal, sessions=1, turns=60)
     long_ago = time.time() - 3600  # not a journal still being written (RACY_SECONDS)
     os.utime(j.path, (long_ago, long_ago))
-    monkeypatch.setattr(indexer, "BATCH_ENTRIES", 50)
+    monkeypatch.setattr(reading, "BATCH_ENTRIES", 50)
     monkeypatch.setattr(indexer, "GROUP_TEXT_BYTES", 1)  # each batch commits
-    monkeypatch.setattr(indexer, "FIRST_BATCH_SHARE", 1)  # batches of 50 from the first
+    monkeypatch.setattr(reading, "FIRST_BATCH_SHARE", 1)  # batches of 50 from the first
     original = indexer._write_batch
     written = []
 
@@ -807,9 +807,9 @@ def test_a_journal_an_older_index_recorded_as_read_to_its_end_while_half_read_is
     (j,) = make_corpus(new_journal, sessions=1, turns=60)
     long_ago = time.time() - 3600
     os.utime(j.path, (long_ago, long_ago))
-    monkeypatch.setattr(indexer, "BATCH_ENTRIES", 50)
+    monkeypatch.setattr(reading, "BATCH_ENTRIES", 50)
     monkeypatch.setattr(indexer, "GROUP_TEXT_BYTES", 1)  # each batch commits
-    monkeypatch.setattr(indexer, "FIRST_BATCH_SHARE", 1)  # batches of 50 from the first
+    monkeypatch.setattr(reading, "FIRST_BATCH_SHARE", 1)  # batches of 50 from the first
     conn = store.open_index(tmp_path / "old.sqlite")
     original = indexer._write_batch
 
@@ -832,7 +832,7 @@ def test_a_journal_an_older_index_recorded_as_read_to_its_end_while_half_read_is
     os.utime(j.path, (long_ago, long_ago))
     index_all(conn, locations)  # remembers the new size
     parsed = []
-    original_batches = indexer._batches
-    monkeypatch.setattr(indexer, "_batches", lambda *a: (parsed.append(a), original_batches(*a))[1])
+    original_batches = reading._batches
+    monkeypatch.setattr(reading, "_batches", lambda *a: (parsed.append(a), original_batches(*a))[1])
     index_all(conn, locations)
     assert parsed == [] and entry_count(conn) == 60 * 3

@@ -1,0 +1,274 @@
+"""What a pass reads from a journal: where it starts, and its complete lines in batches.
+
+The parsing side of indexing, in a thread or in parsing processes (`parsing`): it reads
+journals and the rows the writer handed over, parses, redacts, and never opens the index.
+A batch holds entry rows and redacted texts, ready for the writer to put in one transaction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from . import forget, journal
+from .redact import redact
+
+# Journals are read in chunks of this size; a full batch holds this much text or these entries.
+CHUNK_BYTES = 4 * 1024 * 1024
+BATCH_TEXT_BYTES = 8 * 1024 * 1024
+BATCH_ENTRIES = 5000
+# A large journal's first batch is this fraction of a full one, and each next one twice the
+# last: the writer starts on it as soon as a little is parsed, and parsing (about twice as
+# fast as writing) stays ahead while the batches grow. Smaller journals are one batch, so
+# a backfill still writes many of them in one transaction.
+FIRST_BATCH_SHARE = 16
+RAMP_JOURNAL_BYTES = 2 * BATCH_TEXT_BYTES
+# A longer line is counted malformed and skipped, never held in memory whole.
+MAX_LINE_BYTES = 256 * 1024 * 1024
+# A journal modified this recently may have changed again within the clock's granularity.
+RACY_SECONDS = 2.0
+# A row's missing integer; a missing text is "". The writer's INSERT turns both into NULL
+# (indexer.NULLABLE): pysqlite3 adapts every None it binds, at about 2 us each.
+NO_INT = -1
+
+
+@dataclass
+class Batch:
+    """Lines parsed from one stretch of a journal, ready to write in one transaction."""
+
+    start: int
+    end: int
+    lines: int
+    rows: list = field(default_factory=list)
+    texts: list = field(default_factory=list)
+    malformed: int = 0
+    header: journal.Header | None = None
+    name: str | None = None
+    head: tuple[int, int] | None = None
+    tail: tuple[int, int, int] | None = None
+    last_timestamp: str | None = None
+    forgotten_session: bool = False
+    text_bytes: int = 0
+    # Every complete line of the journal, as it was opened, is in this batch or an earlier one.
+    complete: bool = False
+    # Parsed in another process: no thread here wants the GIL, so rows go one per step.
+    parsed_apart: bool = False
+
+
+def _line_after(fh, cursor: int, size: int, limit: int = 1024 * 1024) -> bool:
+    """Whether a complete line follows the cursor (looking at most `limit` bytes ahead).
+
+    An index written before batches said whether they read a journal to its end may hold
+    one stopped between two batches with its size and mtime recorded: this finds it.
+    """
+    if cursor >= size:
+        return False
+    return b"\n" in _read_at(fh, cursor, min(limit, size - cursor))
+
+
+def _read_at(fh, offset: int, length: int) -> bytes:
+    fh.seek(offset)
+    return fh.read(length)
+
+
+def _needs_reset(row, st: os.stat_result, fh) -> bool:
+    """A shrunk, replaced or rewritten journal must be read again from byte 0."""
+    (_id, cursor, _lines, _size, _mtime, inode, head_length, head_fp, tail_offset,
+     tail_length, tail_fp, needs_reindex, _sid) = row
+    if needs_reindex or st.st_size < cursor:
+        return True
+    if inode is not None and inode != st.st_ino:
+        return True
+    if head_length is not None and journal.fingerprint(_read_at(fh, 0, head_length)) != head_fp:
+        return True
+    if tail_length is not None and (
+        journal.fingerprint(_read_at(fh, tail_offset, tail_length)) != tail_fp
+    ):
+        return True
+    return False
+
+
+@dataclass
+class Work:
+    """One journal's pending work, decided from its file and its row: where reading starts."""
+
+    path: str
+    row: tuple | None
+    fh: object = None
+    st: os.stat_result | None = None
+    reset: bool = False
+    start: int = 0
+    start_line: int = 0
+    session_id: str | None = None
+    forgotten: forget.Forgotten | None = None
+    missing: bool = False  # the journal is gone: its rows are removed
+
+    def detached(self) -> "Work":
+        """What the writer needs (no open file, no forget list): a copy that pickles."""
+        return dataclasses.replace(self, fh=None, forgotten=None)
+
+    def batches(self, ramp: bool = False) -> Iterator["Batch"]:
+        """The journal's batches; with `ramp`, small ones first whatever its size."""
+        if self.missing:
+            return iter(())
+        return _batches(self.fh, self.start, self.start_line, self.st.st_size, self.session_id,
+                        self.forgotten, ramp)
+
+    def __enter__(self) -> "Work":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.fh is not None:
+            self.fh.close()
+
+
+def prepare(row: tuple | None, path: str, forgotten: forget.Forgotten) -> Work | None:
+    """Decide what a journal needs from its file and its row; None when it is unchanged."""
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        return Work(path, row, missing=True) if row is not None else None
+    except OSError:
+        return None  # unreadable now (permissions, a vanished mount): kept as it is, tried next pass
+    st = os.fstat(fh.fileno())
+    work = Work(path, row, fh=fh, st=st, forgotten=forgotten)
+    if row is not None:
+        unchanged = st.st_size == row[3] and st.st_mtime == row[4] and row[5] == st.st_ino
+        if (unchanged and not row[11] and time.time() - st.st_mtime > RACY_SECONDS
+                and not _line_after(fh, row[1], st.st_size)):
+            fh.close()
+            return None
+        work.reset = _needs_reset(row, st, fh)
+        if not work.reset:
+            work.start, work.start_line, work.session_id = row[1], row[2], row[12]
+    return work
+
+
+def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
+             forgotten: forget.Forgotten, ramp: bool = False) -> Iterator[Batch]:
+    """Parse complete lines from `start` up to `size` in batches; an incomplete last line waits.
+
+    A large journal's batches (or any journal's, with `ramp`) start small and grow.
+    """
+    state = _LineState(session_id, forgotten)
+    fh.seek(start)
+    offset = start
+    lineno = start_line
+    buffer = b""
+    buffer_offset = start
+    skipping = False
+    batch = Batch(start=start, end=start, lines=0)
+    yielded = False
+    share = FIRST_BATCH_SHARE if ramp or size - start > RAMP_JOURNAL_BYTES else 1
+    remaining = size - start
+    while remaining > 0:
+        chunk = fh.read(min(CHUNK_BYTES, remaining))
+        if not chunk:
+            break
+        remaining -= len(chunk)
+        data = buffer + chunk if buffer else chunk
+        base = buffer_offset
+        pos = 0
+        while True:
+            nl = data.find(b"\n", pos)
+            if nl < 0:
+                break
+            line = data[pos:nl]
+            line_offset = base + pos
+            pos = nl + 1
+            lineno += 1
+            offset = base + pos
+            if skipping:
+                skipping = False
+                batch.malformed += 1
+            else:
+                batch.text_bytes += _take_line(batch, line, line_offset, lineno, state)
+            batch.end = offset
+            batch.lines += 1
+            if len(batch.rows) * share >= BATCH_ENTRIES or batch.text_bytes * share >= BATCH_TEXT_BYTES:
+                yield batch
+                yielded = True
+                share = max(1, share // 2)
+                batch = Batch(start=offset, end=offset, lines=0)
+        buffer = data[pos:]
+        buffer_offset = base + pos
+        if len(buffer) > MAX_LINE_BYTES:
+            skipping = True
+            buffer = b""
+            buffer_offset = base + len(data)
+    if batch.lines or yielded:  # the last batch says the journal was read to its end, even empty
+        batch.complete = True
+        yield batch
+
+
+@dataclass
+class _LineState:
+    """What a line's meaning depends on beyond itself: the session it belongs to."""
+
+    session_id: str | None
+    forgotten: forget.Forgotten
+
+
+def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _LineState) -> int:
+    """Add one line to the batch; returns the bytes of text it adds to the term index."""
+    if lineno == 1:
+        batch.head = (len(line), journal.fingerprint(line))
+    fp = journal.fingerprint(line)
+    batch.tail = (offset, len(line), fp)
+    if not line.strip():
+        return 0
+    try:
+        item = journal.parse_line(line, lineno)
+    except journal.Malformed:
+        batch.malformed += 1
+        return 0
+    if isinstance(item, journal.Entry):
+        if state.forgotten and state.forgotten.hides(state.session_id, item):
+            batch.forgotten_session = state.session_id in state.forgotten.sessions
+            return 0
+        text = item.text
+        batch.rows.append((
+            item.id, item.parent_id or "", item.timestamp or "", item.kind, item.role or "",
+            item.tool or "", len(text), lineno, offset, len(line), fp,
+            NO_INT if item.tokens_before is None else item.tokens_before,
+        ))
+        redacted = redact(text) if text else ""
+        batch.texts.append(redacted)
+        if item.timestamp:
+            batch.last_timestamp = item.timestamp
+        return len(redacted)
+    if isinstance(item, journal.Header):
+        if batch.header is None or item.session_id:
+            batch.header = item
+        if item.session_id:
+            state.session_id = item.session_id
+    elif isinstance(item, journal.SessionName):
+        batch.name = item.name
+    return 0
+
+
+def produce(paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgotten) -> Iterator[tuple]:
+    """The parsing side of a backfill: ("skip"|"work"|"batch"|"end", path, payload) per journal.
+
+    Decides each journal's work from the rows the pass started with (`_file_rows`), so
+    parsing runs ahead across journals, not only within one, without opening the index.
+    Runs in a thread or in parsing processes (`parsing`); everything it yields pickles.
+    The first journal with work comes in small batches first, so writing starts early.
+    """
+    first = True
+    for path in paths:
+        path_str = os.path.abspath(path)
+        work = prepare(rows.get(path_str), path_str, forgotten)
+        if work is None:
+            yield ("skip", path, None)
+            continue
+        with work:
+            yield ("work", path, work.detached())
+            for batch in work.batches(ramp=first):
+                yield ("batch", path, batch)
+        first = False
+        yield ("end", path, None)
