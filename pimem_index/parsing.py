@@ -74,53 +74,30 @@ def in_thread(items: Iterator[tuple], ahead_bytes: int) -> Iterator[tuple]:
     budget is in bytes of text, so many small journals queue up while a few large batches
     still bound memory.
     """
-    buffer: collections.deque = collections.deque()
-    state = {"bytes": 0, "stop": False}
-    ready = threading.Condition()
-    done = object()
-
-    def size(item) -> int:  # an item of a pass, or a batch of one journal
+    def size(item) -> int:  # an item of a pass, or a batch of one journal (1 at least: never free)
         return getattr(item[2] if isinstance(item, tuple) else item, "text_bytes", 0) + 1
 
-    def put(item) -> bool:
-        with ready:
-            while state["bytes"] >= ahead_bytes and not state["stop"]:
-                ready.wait()
-            if state["stop"]:
-                return False
-            buffer.append(item)
-            state["bytes"] += size(item)
-            ready.notify_all()
-            return True
+    buffer = _BoundedQueue(ahead_bytes, size)
+    done = object()
 
     def produce():
         try:
             for item in items:
-                if not put(item):
+                if not buffer.put(item):
                     return
-            put(done)
+            buffer.put(done)
         except BaseException as e:  # handed to the consumer, raised there
-            put(e)
+            buffer.put(e)
 
     worker = threading.Thread(target=produce, daemon=True, name="pimem-parse")
     worker.start()
     try:
-        while True:
-            with ready:
-                while not buffer:
-                    ready.wait()
-                item = buffer.popleft()
-                state["bytes"] -= size(item)
-                ready.notify_all()
-            if item is done:
-                return
+        while (item := buffer.get()) is not done:
             if isinstance(item, BaseException):
                 raise item
             yield item
     finally:
-        with ready:
-            state["stop"] = True
-            ready.notify_all()
+        buffer.stop()
         worker.join()
 
 
@@ -253,7 +230,7 @@ def _child_main(sender, produce: Producer, paths: list[Path], args: tuple, paren
     _return_large_blocks()
     _yield_to_the_writer()
     threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
-    outbox = _Outbox(QUEUED_BYTES)
+    outbox = _BoundedQueue(QUEUED_BYTES, lambda data: len(data or b"") + 1)
 
     def send() -> None:
         try:
@@ -283,32 +260,43 @@ def _child_main(sender, produce: Producer, paths: list[Path], args: tuple, paren
     sender.close()
 
 
-class _Outbox:
-    """A queue of pickled messages bounded in bytes: `put` waits while it holds `limit`
-    bytes or more (so one message of any size always fits)."""
+class _BoundedQueue:
+    """A queue between two threads bounded in bytes (`size` of each item): `put` waits while
+    it holds `limit` or more, so one item of any size always fits; `stop` releases a waiting
+    `put`, which then returns False."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, size: Callable[[object], int]) -> None:
         self.limit = limit
+        self.size = size
         self.queued: collections.deque = collections.deque()
         self.bytes = 0
+        self.stopped = False
         self.changed = threading.Condition()
 
-    def put(self, data: bytes | None) -> None:
+    def put(self, item) -> bool:
         with self.changed:
-            while self.queued and self.bytes >= self.limit:
+            while self.bytes >= self.limit and not self.stopped:
                 self.changed.wait()
-            self.queued.append(data)
-            self.bytes += len(data or b"")
+            if self.stopped:
+                return False
+            self.queued.append(item)
+            self.bytes += self.size(item)
             self.changed.notify_all()
+            return True
 
-    def get(self) -> bytes | None:
+    def get(self):
         with self.changed:
             while not self.queued:
                 self.changed.wait()
-            data = self.queued.popleft()
-            self.bytes -= len(data or b"")
+            item = self.queued.popleft()
+            self.bytes -= self.size(item)
             self.changed.notify_all()
-            return data
+            return item
+
+    def stop(self) -> None:
+        with self.changed:
+            self.stopped = True
+            self.changed.notify_all()
 
 
 def _errors_as_items(items: Iterator[tuple]) -> Iterator[tuple]:

@@ -658,6 +658,24 @@ def test_a_large_journal_in_a_backfill_commits_per_few_batches_not_per_batch(tmp
     assert snapshot(by_group) == snapshot(by_batch)
 
 
+def stop_writing_after(monkeypatch, batches: int):
+    """Stop a pass as Ctrl-C would, when it starts writing batch number `batches + 1`.
+
+    Returns the real `_write_batch`, to put back for the next pass.
+    """
+    original = indexer._write_batch
+    written = []
+
+    def write_or_stop(*args):
+        if len(written) == batches:
+            raise KeyboardInterrupt
+        written.append(original(*args))
+        return written[-1]
+
+    monkeypatch.setattr(indexer, "_write_batch", write_or_stop)
+    return original
+
+
 def test_a_large_journal_stopped_inside_a_transaction_keeps_its_committed_batches_and_no_more(
         tmp_path, locations, new_journal, monkeypatch):
     (j,) = make_corpus(new_journal, sessions=1, turns=100)
@@ -667,16 +685,7 @@ def test_a_large_journal_stopped_inside_a_transaction_keeps_its_committed_batche
     monkeypatch.setattr(reading, "FIRST_BATCH_SHARE", 1)
     texts = [batch.text_bytes for batch in reading.prepare(None, str(j.path), forget.Forgotten()).batches()]
     monkeypatch.setattr(indexer, "GROUP_TEXT_BYTES", texts[0] + texts[1])  # two batches a transaction
-    original = indexer._write_batch
-    written = []
-
-    def stop_at_the_fourth_batch(*args):
-        if len(written) == 3:
-            raise KeyboardInterrupt
-        written.append(original(*args))
-        return written[-1]
-
-    monkeypatch.setattr(indexer, "_write_batch", stop_at_the_fourth_batch)
+    original = stop_writing_after(monkeypatch, batches=3)
     conn = store.open_index(tmp_path / "stopped.sqlite")
     with pytest.raises(KeyboardInterrupt):
         index_all(conn, locations)
@@ -777,16 +786,7 @@ def test_a_pass_stopped_between_two_batches_of_a_journal_is_finished_by_the_next
     monkeypatch.setattr(reading, "BATCH_ENTRIES", 50)
     monkeypatch.setattr(indexer, "GROUP_TEXT_BYTES", 1)  # each batch commits
     monkeypatch.setattr(reading, "FIRST_BATCH_SHARE", 1)  # batches of 50 from the first
-    original = indexer._write_batch
-    written = []
-
-    def stop_after_the_first_batch(*args):
-        if written:
-            raise KeyboardInterrupt
-        written.append(original(*args))
-        return written[-1]
-
-    monkeypatch.setattr(indexer, "_write_batch", stop_after_the_first_batch)
+    original = stop_writing_after(monkeypatch, batches=1)
     conn = store.open_index(tmp_path / "stopped.sqlite")
     with pytest.raises(KeyboardInterrupt):
         index_all(conn, locations)
@@ -811,14 +811,7 @@ def test_a_journal_an_older_index_recorded_as_read_to_its_end_while_half_read_is
     monkeypatch.setattr(indexer, "GROUP_TEXT_BYTES", 1)  # each batch commits
     monkeypatch.setattr(reading, "FIRST_BATCH_SHARE", 1)  # batches of 50 from the first
     conn = store.open_index(tmp_path / "old.sqlite")
-    original = indexer._write_batch
-
-    def stop_after_the_first_batch(*args):
-        if entry_count(conn):
-            raise KeyboardInterrupt
-        return original(*args)
-
-    monkeypatch.setattr(indexer, "_write_batch", stop_after_the_first_batch)
+    original = stop_writing_after(monkeypatch, batches=1)
     with pytest.raises(KeyboardInterrupt):
         index_all(conn, locations)
     monkeypatch.setattr(indexer, "_write_batch", original)

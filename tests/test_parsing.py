@@ -152,3 +152,56 @@ def test_a_full_message_goes_at_once_not_when_the_next_item_is_parsed(tmp_path):
             writer_has_it.set()
     assert len(batches) == 2
     assert batches[1].sent is True
+
+
+def journals_of_two_batches(paths: list[Path], *args) -> object:
+    """Journals of two batches each, the second marked as reading its journal to the end."""
+    for path in paths:
+        yield ("work", path, None)
+        yield ("batch", path, types.SimpleNamespace(text_bytes=10, complete=False))
+        yield ("batch", path, types.SimpleNamespace(text_bytes=10, complete=True))
+        yield ("end", path, None)
+
+
+def test_a_journals_last_batch_travels_with_its_end_item(tmp_path, monkeypatch):
+    messages = []
+    receive = parsing._Stream._receive
+
+    def recorded(self) -> list:
+        message = receive(self)
+        messages.append([(kind, getattr(payload, "complete", None)) for kind, _path, payload in message])
+        return message
+
+    monkeypatch.setattr(parsing._Stream, "_receive", recorded)
+    paths = journals(tmp_path, [10, 10, 10])
+    items = list(parsing.in_processes(journals_of_two_batches, paths, (), processes=1,
+                                      message_bytes=1, ahead_bytes=1))  # every batch fills a message
+    assert len(items) == 3 * 4
+    one_journal = [[("work", None), ("batch", False)], [("batch", True), ("end", None)]]
+    assert messages[1:7] == one_journal * 3  # each batch goes at once, the last with its end
+    assert not [m for m in messages if m[-1] == ("batch", True)]
+
+
+def test_a_bounded_queue_takes_one_item_of_any_size_then_waits_until_it_is_taken():
+    queue = parsing._BoundedQueue(10, len)
+    assert queue.put(b"x" * 50)  # over the limit, but the queue was empty
+    results = []
+    waiting = threading.Thread(target=lambda: results.append(queue.put(b"y")))
+    waiting.start()
+    waiting.join(0.2)
+    assert waiting.is_alive() and results == []  # full: the second put waits
+    assert queue.get() == b"x" * 50
+    waiting.join(5)
+    assert results == [True] and queue.get() == b"y"
+
+
+def test_a_stopped_bounded_queue_releases_a_waiting_put_which_adds_nothing():
+    queue = parsing._BoundedQueue(10, len)
+    queue.put(b"x" * 10)
+    results = []
+    waiting = threading.Thread(target=lambda: results.append(queue.put(b"y")))
+    waiting.start()
+    waiting.join(0.2)
+    queue.stop()
+    waiting.join(5)
+    assert results == [False] and list(queue.queued) == [b"x" * 10]
