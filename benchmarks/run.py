@@ -994,6 +994,43 @@ def print_table(result: dict, previous: dict | None) -> None:
           f"({result['machine']['cpu']}), load at end {result['machine']['loadavg_end']}; SQLite {result['machine']['sqlite']}")
 
 
+DOCS = ROOT / "docs" / "performance.md"
+FIGURES_START = "<!-- figures: written by benchmarks/run.py -->"
+FIGURES_END = "<!-- end of figures -->"
+
+
+def figures_markdown(result: dict) -> str:
+    """The run's figures as a Markdown table, with the corpus and the machine they come from."""
+    metrics = result["metrics"]
+    order = [k for k in TARGETS if k in metrics] + [k for k in metrics if k not in TARGETS]
+    c, mach = result["corpus"], result["machine"]
+    lines = [
+        f"Run {result['when']} at commit {mach.get('git') or '?'}: corpus {c['bytes'] / MB:,.1f} MB, "
+        f"{c['journals']} journals; {mach['cpus']} cores ({mach['cpu']}), {mach['platform']}, "
+        f"Python {mach['python']}, SQLite {mach['sqlite']}, load at the end {mach['loadavg_end']}.",
+        "",
+        "| figure | value | target | | what |",
+        "|---|---|---|---|---|",
+    ]
+    for k in order:
+        t = TARGETS.get(k, (None, None, "", ""))
+        unit = f" {t[3]}" if t[3] and metrics[k] is not None else ""
+        target = f"{t[0]} {fmt(t[1])}" if t[0] else ""
+        what = (result["notes"].get(k) or t[2]).replace("|", "\\|")
+        lines.append(f"| `{k}` | {fmt(metrics[k])}{unit} | {target} | {verdict(k, metrics[k])} | {what} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_docs(result: dict, path: Path = DOCS) -> bool:
+    """Replace the figures between the markers of docs/performance.md with this run's; False without markers."""
+    text = path.read_text() if path.exists() else ""
+    start, end = text.find(FIGURES_START), text.find(FIGURES_END)
+    if start < 0 or end < start:
+        return False
+    path.write_text(text[:start + len(FIGURES_START)] + "\n\n" + figures_markdown(result) + "\n" + text[end:])
+    return True
+
+
 # --------------------------------------------------------------------------- child: index with the library
 
 
@@ -1027,6 +1064,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-tuned-floor", action="store_true", help="skip the floor with tuned FTS5 settings")
     ap.add_argument("--no-positions-floor", action="store_true", help="skip the floor of a table with positions")
     ap.add_argument("--verify-corpus", action="store_true", help="check a reused corpus against its manifest")
+    ap.add_argument("--no-docs", action="store_true", help="do not write the figures into docs/performance.md (--quick and --sizes never do)")
     args = ap.parse_args(argv)
     if args.quick:
         args.size = "50MB"
@@ -1051,6 +1089,8 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2, default=str))
     print(f"\nwrote {out}" + (f" (previous run {previous.get('when')})" if previous else ""))
+    if not (args.no_docs or args.sizes or args.quick) and write_docs(result):
+        print(f"wrote the figures into {DOCS.relative_to(ROOT)}")
     return 0
 
 
