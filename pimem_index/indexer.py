@@ -92,7 +92,7 @@ def index_journal(conn: db.Connection, path: str | Path, *,
     report = IndexReport()
     for _attempt in range(20):
         try:
-            work = reading.prepare(_file_row(conn, path), path, forgotten)
+            work = reading.prepare(_file_row(conn, path), path, forgotten, forget.journal_row(conn, path))
             if work is not None:
                 with work:
                     _apply(conn, work, parsing.in_thread(work.batches(), AHEAD_TEXT_BYTES), report)
@@ -132,6 +132,10 @@ def _apply(conn: db.Connection, work: reading.Work, batches: Iterable["reading.B
     row = work.row
     if work.missing:
         report.removed += forget_journal(conn, work.path)
+        return
+    if work.forget_as is not None:
+        with db.write(conn):
+            forget.bury_journal(conn, work.path, work.forget_as[0], work.st.st_ino, *work.forget_as[1:])
         return
     reset = work.reset
     expected = None if row is None else (row[0], row[1])
@@ -199,9 +203,9 @@ def _touch(conn: db.Connection, file_id: int, st: os.stat_result, cursor: int) -
 
 
 def _from_processes(paths: list[Path], rows: dict[str, tuple],
-                    forgotten: forget.Forgotten) -> Iterator[tuple]:
+                    forgotten: forget.Forgotten, gone: dict[str, tuple]) -> Iterator[tuple]:
     """`reading.produce`'s items, parsed and redacted in processes beside this one (a bulk pass)."""
-    items = parsing.in_processes(reading.produce, paths, (rows, forgotten), processes=parsing.process_count(),
+    items = parsing.in_processes(reading.produce, paths, (rows, forgotten, gone), processes=parsing.process_count(),
                                  message_bytes=MESSAGE_TEXT_BYTES, ahead_bytes=AHEAD_TEXT_BYTES)
     try:
         for item in items:
@@ -225,6 +229,8 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: reading.Batch, expe
                 "INSERT INTO files (path, size, mtime, inode) VALUES (?, ?, ?, ?)",
                 (path, st.st_size, st.st_mtime, st.st_ino),
             ).lastrowid
+            # A path has a files row or a forgotten_journals row, never both (its session came back).
+            conn.execute("DELETE FROM forgotten_journals WHERE path_key = ?", (store.forgotten_key(path),))
         else:
             file_id = current[0]
         if reset:
@@ -234,7 +240,7 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: reading.Batch, expe
                 "head_length = NULL, head_fingerprint = NULL, tail_offset = NULL, "
                 "tail_length = NULL, tail_fingerprint = NULL, last_timestamp = NULL, "
                 "session_id = NULL, cwd = NULL, started = NULL, parent_session = NULL, "
-                "name = NULL, version = NULL, forgotten = 0 WHERE id = ?",
+                "name = NULL, version = NULL WHERE id = ?",
                 (file_id,),
             )
         header = batch.header
@@ -260,13 +266,11 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: reading.Batch, expe
             # two batches leaves it NULL, so the next pass (and status) sees work left.
             "mtime": st.st_mtime if batch.complete else None,
             "inode": st.st_ino, "now": _now(), "last_ts": batch.last_timestamp,
-            "forgotten": batch.forgotten_session,
         }
         sets = [
             "cursor = :cursor", "lines = lines + :lines", "entry_count = entry_count + :n",
             "malformed = malformed + :malformed", "size = :size", "mtime = :mtime",
             "inode = :inode", "indexed_at = :now", "needs_reindex = 0",
-            "forgotten = forgotten OR :forgotten",
             "last_timestamp = COALESCE(:last_ts, last_timestamp)",
         ]
         if batch.head is not None:
@@ -444,6 +448,7 @@ def index_all(
     started = time.perf_counter()
     report = IndexReport()
     forgotten = forget.load(locations.memory_dir)
+    forget.settle(conn, forgotten)
     if journals is not None:
         journals = list(journals)
         for done, path in enumerate(journals, 1):
@@ -464,6 +469,7 @@ def index_all(
         report.removed += remove_missing(conn)
         total = len(paths)
         rows = _file_rows(conn)
+        gone = forget.journal_rows(conn)
         bulk = _pending_bytes(rows, paths) >= COMPACT_AFTER_BYTES
         _merge_settings(conn, bulk=bulk)
         if bulk:  # pages are mostly appended: a small cache does, and the parsers get the memory
@@ -472,7 +478,7 @@ def index_all(
             with db.write(conn):  # a cold build: the indexes are sorted once its rows are in (below)
                 store.drop_entry_indexes(conn)
         last_write = time.monotonic()
-        for done, path in enumerate(_pipelined(conn, paths, rows, forgotten, report, bulk=bulk), 1):
+        for done, path in enumerate(_pipelined(conn, paths, rows, forgotten, gone, report, bulk=bulk), 1):
             if progress:
                 progress(done, total, path)
             if time.monotonic() - last_write >= PROGRESS_SECONDS and report.files:
@@ -536,7 +542,7 @@ def _merge_settings(conn: db.Connection, bulk: bool) -> None:
 
 
 def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgotten,
-               report: IndexReport, bulk: bool = False) -> Iterator[Path]:
+               gone: dict[str, tuple], report: IndexReport, bulk: bool = False) -> Iterator[Path]:
     """Index journals in order, parsing the next ones while this one is written.
 
     Parsing runs in a thread, or for a bulk pass in other processes, so that this process
@@ -544,9 +550,9 @@ def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], f
     indexer changed meanwhile is done again on its own. Yields each path once it is done.
     """
     if bulk:
-        items = _from_processes(paths, rows, forgotten)
+        items = _from_processes(paths, rows, forgotten, gone)
     else:
-        items = parsing.in_thread(reading.produce(paths, rows, forgotten), AHEAD_TEXT_BYTES)
+        items = parsing.in_thread(reading.produce(paths, rows, forgotten, gone), AHEAD_TEXT_BYTES)
     try:
         with parsing.collecting_rarely() if bulk else contextlib.nullcontext():
             yield from _write_all(conn, items, forgotten, report)

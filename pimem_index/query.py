@@ -16,7 +16,7 @@ from pathlib import Path
 
 import orjson
 
-from . import db, indexer, journal, store
+from . import db, forget, indexer, journal, store
 from .errors import UserError
 from .locations import Locations
 from .redact import redact
@@ -591,7 +591,8 @@ def indexing_state(conn: db.Connection, locations: Locations) -> dict:
     state = orjson.loads(raw) if raw else None
     if state is None:
         total = len(indexer.discover(locations))
-        done = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
+        done = conn.execute("SELECT (SELECT COUNT(*) FROM files) + (SELECT COUNT(*) FROM forgotten_journals)"
+                            ).fetchone()[0]
         complete = total == 0
     else:
         total, done, complete = state["journals_total"], state["journals_done"], state["complete"]
@@ -613,6 +614,7 @@ def status(conn: db.Connection, locations: Locations) -> dict:
         "SELECT COUNT(*) FROM entries WHERE kind IN ('compaction', 'branch_summary')"
     ).fetchone()[0]
     known = {r[0]: r[1:] for r in conn.execute("SELECT path, size, mtime, needs_reindex FROM files")}
+    gone = forget.journal_rows(conn)
     journals = indexer.discover(locations)
     pending = 0
     for path in journals:
@@ -620,6 +622,8 @@ def status(conn: db.Connection, locations: Locations) -> dict:
         try:
             st = path.stat()
         except OSError:
+            continue
+        if row is None and gone and _forgotten_unchanged(gone.get(store.forgotten_key(str(path))), st):
             continue
         if row is None or row[0] != st.st_size or row[1] != st.st_mtime or row[2]:
             pending += 1
@@ -631,3 +635,9 @@ def status(conn: db.Connection, locations: Locations) -> dict:
         "db_bytes": db_bytes, "schema_version": store.SCHEMA_VERSION,
         "db": str(db_path), "sessions_dirs": [str(d) for d in locations.sessions_dirs],
     }
+
+
+def _forgotten_unchanged(gone: tuple | None, st: os.stat_result) -> bool:
+    """A forgotten journal waits for no pass while it is the same file (lines appended to it
+    are never read); a new file at its path does (`reading.prepare`)."""
+    return gone is not None and gone[1] == st.st_ino
