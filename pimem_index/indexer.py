@@ -53,6 +53,7 @@ class IndexReport:
     malformed: int = 0
     reindexed: int = 0
     removed: int = 0
+    outside: int = 0  # links in the journal folders resolving outside them: skipped, never opened
     lease_holder: str | None = None
 
     def add(self, other: "IndexReport") -> None:
@@ -72,6 +73,7 @@ class IndexReport:
             "malformed_lines": self.malformed,
             "reindexed": self.reindexed,
             "removed": self.removed,
+            "outside": self.outside,
         }
 
 
@@ -361,18 +363,37 @@ def queue_reindex(conn: db.Connection, file_id: int) -> None:
 
 def discover(locations: Locations) -> list[Path]:
     """Every journal in the journal folders, newest (by modification time) first."""
-    found: dict[str, float] = {}
+    return find_journals(locations)[0]
+
+
+def find_journals(locations: Locations) -> tuple[list[Path], list[str]]:
+    """Every journal in the journal folders, newest first, each once however many links name
+    it; and the links there that resolve outside the journal folders, which are never opened
+    (a link to /etc/passwd named passwd.jsonl, a linked folder elsewhere)."""
+    roots = tuple(os.path.realpath(root) for root in locations.sessions_dirs)
+    found: dict[tuple[int, int], tuple[str, float, bool]] = {}
+    outside: set[str] = set()
     for root in locations.sessions_dirs:
-        for path, mtime in _walk_jsonl(str(root)):
-            found.setdefault(path, mtime)
-    return [Path(p) for p, _ in sorted(found.items(), key=lambda kv: kv[1], reverse=True)]
+        for path, st, linked in _walk_jsonl(str(root), roots, outside):
+            kept = found.get((st.st_dev, st.st_ino))
+            if kept is None or (kept[2] and not linked):  # a name without links wins
+                found[(st.st_dev, st.st_ino)] = (path, st.st_mtime, linked)
+    journals = sorted(found.values(), key=lambda v: v[1], reverse=True)
+    return [Path(path) for path, _mtime, _linked in journals], sorted(outside)
 
 
-def _walk_jsonl(root: str) -> Iterable[tuple[str, float]]:
-    stack = [root]
+def _inside(real: str, roots: tuple[str, ...]) -> bool:
+    """Whether a resolved path lies in one of the (resolved) journal folders."""
+    return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+
+def _walk_jsonl(root: str, roots: tuple[str, ...], outside: set[str]) -> Iterable[tuple[str, os.stat_result, bool]]:
+    """(path, stat, reached through a link) of each .jsonl under root; a link resolving outside
+    `roots` goes to `outside` unfollowed."""
+    stack = [(root, False)]
     seen: set[tuple[int, int]] = set()
     while stack:
-        folder = stack.pop()
+        folder, folder_linked = stack.pop()
         try:
             st = os.stat(folder)
             key = (st.st_dev, st.st_ino)
@@ -382,10 +403,15 @@ def _walk_jsonl(root: str) -> Iterable[tuple[str, float]]:
             with os.scandir(folder) as it:
                 for de in it:
                     try:
+                        linked = de.is_symlink()
+                        if linked and not _inside(os.path.realpath(de.path), roots):
+                            if de.name.endswith(".jsonl") or de.is_dir():
+                                outside.add(os.path.abspath(de.path))
+                            continue
                         if de.is_dir():
-                            stack.append(de.path)
+                            stack.append((de.path, folder_linked or linked))
                         elif de.name.endswith(".jsonl") and de.is_file():
-                            yield os.path.abspath(de.path), de.stat().st_mtime
+                            yield os.path.abspath(de.path), de.stat(), folder_linked or linked
                     except OSError:
                         continue
         except OSError:
@@ -465,8 +491,10 @@ def index_all(
         return report
     cache = conn.execute("PRAGMA cache_size").fetchone()[0]
     try:
-        paths = discover(locations)
+        paths, outside = find_journals(locations)
+        report.outside = len(outside)
         report.removed += remove_missing(conn)
+        report.removed += remove_outside(conn, locations, paths)
         total = len(paths)
         rows = _file_rows(conn)
         gone = forget.journal_rows(conn)
@@ -630,6 +658,18 @@ def remove_missing(conn: db.Connection) -> int:
     removed = 0
     for (path,) in conn.execute("SELECT path FROM files").fetchall():
         if not os.path.exists(path):
+            removed += forget_journal(conn, path)
+    return removed
+
+
+def remove_outside(conn: db.Connection, locations: Locations, listed: list[Path]) -> int:
+    """Drop the rows of journals named inside a journal folder that now resolve outside them
+    (replaced by a link elsewhere); only rows the pass did not list are looked at."""
+    names = {str(p) for p in listed}
+    folders = tuple(os.path.join(os.path.abspath(d), "") for d in locations.sessions_dirs)
+    removed = 0
+    for (path,) in conn.execute("SELECT path FROM files").fetchall():
+        if path not in names and path.startswith(folders) and not locations.contains(Path(path)):
             removed += forget_journal(conn, path)
     return removed
 

@@ -615,7 +615,7 @@ def status(conn: db.Connection, locations: Locations) -> dict:
     ).fetchone()[0]
     known = {r[0]: r[1:] for r in conn.execute("SELECT path, size, mtime, needs_reindex FROM files")}
     gone = forget.journal_rows(conn)
-    journals = indexer.discover(locations)
+    journals, outside = indexer.find_journals(locations)
     pending = 0
     for path in journals:
         row = known.get(str(path))
@@ -634,6 +634,7 @@ def status(conn: db.Connection, locations: Locations) -> dict:
         "indexed_bytes": indexed, "journals_total": len(journals), "journals_pending": pending,
         "db_bytes": db_bytes, "schema_version": store.SCHEMA_VERSION,
         "db": str(db_path), "sessions_dirs": [str(d) for d in locations.sessions_dirs],
+        "journals_outside": outside,
     }
 
 
