@@ -236,6 +236,15 @@ def journal_row(conn: db.Connection, path: str) -> tuple | None:
     return tuple(row) if row else None
 
 
+def unchanged(gone: dict[str, tuple], path: str, st: os.stat_result) -> bool:
+    """Whether a journal is a forgotten one still in place (`journal_rows`), so no pass has
+    work there: lines appended to it are never read; a new file at its path is looked at."""
+    if not gone:
+        return False
+    row = gone.get(store.forgotten_key(path))
+    return row is not None and row[1] == st.st_ino
+
+
 def _delete_rows(conn: db.Connection, select: str, params: list, file_id: int) -> None:
     with db.write(conn):
         rowids = [r[0] for r in conn.execute(select, params)]

@@ -498,7 +498,7 @@ def index_all(
         total = len(paths)
         rows = _file_rows(conn)
         gone = forget.journal_rows(conn)
-        bulk = _pending_bytes(rows, paths) >= COMPACT_AFTER_BYTES
+        bulk = _pending_bytes(rows, paths, gone) >= COMPACT_AFTER_BYTES
         _merge_settings(conn, bulk=bulk)
         if bulk:  # pages are mostly appended: a small cache does, and the parsers get the memory
             conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
@@ -542,13 +542,16 @@ STEADY_MERGE = (4, 16)
 BULK_CACHE_KIB = 16_384
 
 
-def _pending_bytes(rows: dict[str, tuple], paths: list[Path]) -> int:
-    """Roughly how much journal a pass has ahead of it."""
+def _pending_bytes(rows: dict[str, tuple], paths: list[Path], gone: dict[str, tuple]) -> int:
+    """Roughly how much journal a pass has ahead of it (a forgotten journal is never read)."""
     pending = 0
     for path in paths:
         row = rows.get(str(path))
         try:
-            pending += max(0, path.stat().st_size - (row[1] if row else 0))
+            st = path.stat()
+            if row is None and forget.unchanged(gone, str(path), st):
+                continue
+            pending += max(0, st.st_size - (row[1] if row else 0))
         except OSError:
             continue
     return pending

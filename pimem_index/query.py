@@ -623,7 +623,7 @@ def status(conn: db.Connection, locations: Locations) -> dict:
             st = path.stat()
         except OSError:
             continue
-        if row is None and gone and _forgotten_unchanged(gone.get(store.forgotten_key(str(path))), st):
+        if row is None and forget.unchanged(gone, str(path), st):
             continue
         if row is None or row[0] != st.st_size or row[1] != st.st_mtime or row[2]:
             pending += 1
@@ -636,9 +636,3 @@ def status(conn: db.Connection, locations: Locations) -> dict:
         "db": str(db_path), "sessions_dirs": [str(d) for d in locations.sessions_dirs],
         "journals_outside": outside,
     }
-
-
-def _forgotten_unchanged(gone: tuple | None, st: os.stat_result) -> bool:
-    """A forgotten journal waits for no pass while it is the same file (lines appended to it
-    are never read); a new file at its path does (`reading.prepare`)."""
-    return gone is not None and gone[1] == st.st_ino

@@ -273,3 +273,18 @@ def test_a_session_forgotten_through_another_index_leaves_this_one_at_its_next_p
     assert {r[0] for r in other.execute("SELECT session_id FROM files")} == {s["b"].session_id}
     assert other.execute("SELECT COUNT(*) FROM forgotten_journals").fetchone()[0] == 1
     assert "gardenias" not in vocab(other) and "tulips" in vocab(other)
+
+
+def test_a_large_forgotten_journal_does_not_make_every_pass_a_bulk_pass(
+        locations, forgotten_session, monkeypatch, parsing_processes):
+    """Bulk passes start parsing processes; a forgotten journal's bytes are never pending work."""
+    s = forgotten_session
+    s["gone"].user("quokka " * 20_000)
+    monkeypatch.setattr(indexer, "COMPACT_AFTER_BYTES", 50_000)
+    conn = store.open_index(locations.db_path)
+    index_all(conn, locations)
+    assert parsing_processes == []
+    s["kept"].user("wombat " * 20_000)
+    index_all(conn, locations)
+    assert any(s["kept"].path in paths for paths in parsing_processes)
+    assert_forgotten_in_every_table(locations.db_path, s)
