@@ -91,6 +91,8 @@ def index_cmd(locations: Locations, journals, as_json, watch, interval):
     for j in journals:
         if not os.path.isfile(j) and not _known(locations, j):
             raise UserError(f"no such journal: {j} (e.g. pimem index ~/.pi/agent/sessions/--home-u-app--/<file>.jsonl)")
+        if os.path.isfile(j):
+            _check_in_folders(locations, j)
         if os.path.isfile(j) and not os.access(j, os.R_OK):
             raise UserError(f"cannot read journal {j}: permission denied (check its owner and mode, e.g. chmod u+r)")
     conn = open_index(locations)
@@ -129,6 +131,8 @@ def index_cmd(locations: Locations, journals, as_json, watch, interval):
         click.echo(f"Removed {report.removed} deleted journals from the index")
     if report.malformed:
         click.echo(f"Skipped {report.malformed} malformed lines")
+    if report.outside:
+        click.echo(f"Skipped {report.outside} links resolving outside the journal folders (not read; see: pimem status)")
 
 
 def _watch(conn, locations: Locations, journals, interval: float) -> None:
@@ -146,6 +150,20 @@ def _watch(conn, locations: Locations, journals, interval: float) -> None:
             time.sleep(interval)
     except KeyboardInterrupt:
         pass
+
+
+def _check_in_folders(locations: Locations, path: str) -> None:
+    """Only a .jsonl journal inside the journal folders (after resolving links) is indexed:
+    the same rule as the API's `journal=` (`browse.checked_journal`), never opening the file."""
+    from . import browse
+
+    try:
+        browse.checked_journal(locations, os.path.abspath(path))
+    except UserError:
+        folders = ", ".join(str(d) for d in locations.sessions_dirs)
+        raise UserError(f"{path} is not a .jsonl journal inside the journal folders ({folders}) "
+                        "(e.g. pimem index ~/.pi/agent/sessions/--home-u-app--/<file>.jsonl, "
+                        "or add its folder: pimem index --sessions-dir DIR FILE.jsonl)") from None
 
 
 def _known(locations: Locations, path: str) -> bool:
@@ -178,6 +196,8 @@ def status(locations: Locations, as_json):
     click.echo(f"Indexed:   {data['indexed_bytes'] / 1e6:,.1f} MB of journal")
     for d in data["sessions_dirs"]:
         click.echo(f"Folder:    {d}{'' if os.path.isdir(d) else ' (missing)'}")
+    for link in data["journals_outside"]:
+        click.echo(f"Outside:   {link} (a link resolving outside the journal folders: not read)")
 
 
 @cli.command()

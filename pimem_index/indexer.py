@@ -53,6 +53,7 @@ class IndexReport:
     malformed: int = 0
     reindexed: int = 0
     removed: int = 0
+    outside: int = 0  # links in the journal folders resolving outside them: skipped, never opened
     lease_holder: str | None = None
 
     def add(self, other: "IndexReport") -> None:
@@ -72,6 +73,7 @@ class IndexReport:
             "malformed_lines": self.malformed,
             "reindexed": self.reindexed,
             "removed": self.removed,
+            "outside": self.outside,
         }
 
 
@@ -92,7 +94,7 @@ def index_journal(conn: db.Connection, path: str | Path, *,
     report = IndexReport()
     for _attempt in range(20):
         try:
-            work = reading.prepare(_file_row(conn, path), path, forgotten)
+            work = reading.prepare(_file_row(conn, path), path, forgotten, forget.journal_row(conn, path))
             if work is not None:
                 with work:
                     _apply(conn, work, parsing.in_thread(work.batches(), AHEAD_TEXT_BYTES), report)
@@ -132,6 +134,10 @@ def _apply(conn: db.Connection, work: reading.Work, batches: Iterable["reading.B
     row = work.row
     if work.missing:
         report.removed += forget_journal(conn, work.path)
+        return
+    if work.forget_as is not None:
+        with db.write(conn):
+            forget.bury_journal(conn, work.path, work.forget_as[0], work.st.st_ino, *work.forget_as[1:])
         return
     reset = work.reset
     expected = None if row is None else (row[0], row[1])
@@ -199,9 +205,9 @@ def _touch(conn: db.Connection, file_id: int, st: os.stat_result, cursor: int) -
 
 
 def _from_processes(paths: list[Path], rows: dict[str, tuple],
-                    forgotten: forget.Forgotten) -> Iterator[tuple]:
+                    forgotten: forget.Forgotten, gone: dict[str, tuple]) -> Iterator[tuple]:
     """`reading.produce`'s items, parsed and redacted in processes beside this one (a bulk pass)."""
-    items = parsing.in_processes(reading.produce, paths, (rows, forgotten), processes=parsing.process_count(),
+    items = parsing.in_processes(reading.produce, paths, (rows, forgotten, gone), processes=parsing.process_count(),
                                  message_bytes=MESSAGE_TEXT_BYTES, ahead_bytes=AHEAD_TEXT_BYTES)
     try:
         for item in items:
@@ -225,6 +231,8 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: reading.Batch, expe
                 "INSERT INTO files (path, size, mtime, inode) VALUES (?, ?, ?, ?)",
                 (path, st.st_size, st.st_mtime, st.st_ino),
             ).lastrowid
+            # A path has a files row or a forgotten_journals row, never both (its session came back).
+            conn.execute("DELETE FROM forgotten_journals WHERE path_key = ?", (store.forgotten_key(path),))
         else:
             file_id = current[0]
         if reset:
@@ -234,7 +242,7 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: reading.Batch, expe
                 "head_length = NULL, head_fingerprint = NULL, tail_offset = NULL, "
                 "tail_length = NULL, tail_fingerprint = NULL, last_timestamp = NULL, "
                 "session_id = NULL, cwd = NULL, started = NULL, parent_session = NULL, "
-                "name = NULL, version = NULL, forgotten = 0 WHERE id = ?",
+                "name = NULL, version = NULL WHERE id = ?",
                 (file_id,),
             )
         header = batch.header
@@ -260,13 +268,11 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: reading.Batch, expe
             # two batches leaves it NULL, so the next pass (and status) sees work left.
             "mtime": st.st_mtime if batch.complete else None,
             "inode": st.st_ino, "now": _now(), "last_ts": batch.last_timestamp,
-            "forgotten": batch.forgotten_session,
         }
         sets = [
             "cursor = :cursor", "lines = lines + :lines", "entry_count = entry_count + :n",
             "malformed = malformed + :malformed", "size = :size", "mtime = :mtime",
             "inode = :inode", "indexed_at = :now", "needs_reindex = 0",
-            "forgotten = forgotten OR :forgotten",
             "last_timestamp = COALESCE(:last_ts, last_timestamp)",
         ]
         if batch.head is not None:
@@ -357,18 +363,37 @@ def queue_reindex(conn: db.Connection, file_id: int) -> None:
 
 def discover(locations: Locations) -> list[Path]:
     """Every journal in the journal folders, newest (by modification time) first."""
-    found: dict[str, float] = {}
+    return find_journals(locations)[0]
+
+
+def find_journals(locations: Locations) -> tuple[list[Path], list[str]]:
+    """Every journal in the journal folders, newest first, each once however many links name
+    it; and the links there that resolve outside the journal folders, which are never opened
+    (a link to /etc/passwd named passwd.jsonl, a linked folder elsewhere)."""
+    roots = tuple(os.path.realpath(root) for root in locations.sessions_dirs)
+    found: dict[tuple[int, int], tuple[str, float, bool]] = {}
+    outside: set[str] = set()
     for root in locations.sessions_dirs:
-        for path, mtime in _walk_jsonl(str(root)):
-            found.setdefault(path, mtime)
-    return [Path(p) for p, _ in sorted(found.items(), key=lambda kv: kv[1], reverse=True)]
+        for path, st, linked in _walk_jsonl(str(root), roots, outside):
+            kept = found.get((st.st_dev, st.st_ino))
+            if kept is None or (kept[2] and not linked):  # a name without links wins
+                found[(st.st_dev, st.st_ino)] = (path, st.st_mtime, linked)
+    journals = sorted(found.values(), key=lambda v: v[1], reverse=True)
+    return [Path(path) for path, _mtime, _linked in journals], sorted(outside)
 
 
-def _walk_jsonl(root: str) -> Iterable[tuple[str, float]]:
-    stack = [root]
+def _inside(real: str, roots: tuple[str, ...]) -> bool:
+    """Whether a resolved path lies in one of the (resolved) journal folders."""
+    return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+
+def _walk_jsonl(root: str, roots: tuple[str, ...], outside: set[str]) -> Iterable[tuple[str, os.stat_result, bool]]:
+    """(path, stat, reached through a link) of each .jsonl under root; a link resolving outside
+    `roots` goes to `outside` unfollowed."""
+    stack = [(root, False)]
     seen: set[tuple[int, int]] = set()
     while stack:
-        folder = stack.pop()
+        folder, folder_linked = stack.pop()
         try:
             st = os.stat(folder)
             key = (st.st_dev, st.st_ino)
@@ -378,10 +403,15 @@ def _walk_jsonl(root: str) -> Iterable[tuple[str, float]]:
             with os.scandir(folder) as it:
                 for de in it:
                     try:
+                        linked = de.is_symlink()
+                        if linked and not _inside(os.path.realpath(de.path), roots):
+                            if de.name.endswith(".jsonl") or de.is_dir():
+                                outside.add(os.path.abspath(de.path))
+                            continue
                         if de.is_dir():
-                            stack.append(de.path)
+                            stack.append((de.path, folder_linked or linked))
                         elif de.name.endswith(".jsonl") and de.is_file():
-                            yield os.path.abspath(de.path), de.stat().st_mtime
+                            yield os.path.abspath(de.path), de.stat(), folder_linked or linked
                     except OSError:
                         continue
         except OSError:
@@ -444,6 +474,7 @@ def index_all(
     started = time.perf_counter()
     report = IndexReport()
     forgotten = forget.load(locations.memory_dir)
+    forget.settle(conn, forgotten)
     if journals is not None:
         journals = list(journals)
         for done, path in enumerate(journals, 1):
@@ -460,11 +491,14 @@ def index_all(
         return report
     cache = conn.execute("PRAGMA cache_size").fetchone()[0]
     try:
-        paths = discover(locations)
+        paths, outside = find_journals(locations)
+        report.outside = len(outside)
         report.removed += remove_missing(conn)
+        report.removed += remove_outside(conn, locations, paths)
         total = len(paths)
         rows = _file_rows(conn)
-        bulk = _pending_bytes(rows, paths) >= COMPACT_AFTER_BYTES
+        gone = forget.journal_rows(conn)
+        bulk = _pending_bytes(rows, paths, gone) >= COMPACT_AFTER_BYTES
         _merge_settings(conn, bulk=bulk)
         if bulk:  # pages are mostly appended: a small cache does, and the parsers get the memory
             conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
@@ -472,7 +506,7 @@ def index_all(
             with db.write(conn):  # a cold build: the indexes are sorted once its rows are in (below)
                 store.drop_entry_indexes(conn)
         last_write = time.monotonic()
-        for done, path in enumerate(_pipelined(conn, paths, rows, forgotten, report, bulk=bulk), 1):
+        for done, path in enumerate(_pipelined(conn, paths, rows, forgotten, gone, report, bulk=bulk), 1):
             if progress:
                 progress(done, total, path)
             if time.monotonic() - last_write >= PROGRESS_SECONDS and report.files:
@@ -508,13 +542,16 @@ STEADY_MERGE = (4, 16)
 BULK_CACHE_KIB = 16_384
 
 
-def _pending_bytes(rows: dict[str, tuple], paths: list[Path]) -> int:
-    """Roughly how much journal a pass has ahead of it."""
+def _pending_bytes(rows: dict[str, tuple], paths: list[Path], gone: dict[str, tuple]) -> int:
+    """Roughly how much journal a pass has ahead of it (a forgotten journal is never read)."""
     pending = 0
     for path in paths:
         row = rows.get(str(path))
         try:
-            pending += max(0, path.stat().st_size - (row[1] if row else 0))
+            st = path.stat()
+            if row is None and forget.unchanged(gone, str(path), st):
+                continue
+            pending += max(0, st.st_size - (row[1] if row else 0))
         except OSError:
             continue
     return pending
@@ -536,7 +573,7 @@ def _merge_settings(conn: db.Connection, bulk: bool) -> None:
 
 
 def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgotten,
-               report: IndexReport, bulk: bool = False) -> Iterator[Path]:
+               gone: dict[str, tuple], report: IndexReport, bulk: bool = False) -> Iterator[Path]:
     """Index journals in order, parsing the next ones while this one is written.
 
     Parsing runs in a thread, or for a bulk pass in other processes, so that this process
@@ -544,9 +581,9 @@ def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], f
     indexer changed meanwhile is done again on its own. Yields each path once it is done.
     """
     if bulk:
-        items = _from_processes(paths, rows, forgotten)
+        items = _from_processes(paths, rows, forgotten, gone)
     else:
-        items = parsing.in_thread(reading.produce(paths, rows, forgotten), AHEAD_TEXT_BYTES)
+        items = parsing.in_thread(reading.produce(paths, rows, forgotten, gone), AHEAD_TEXT_BYTES)
     try:
         with parsing.collecting_rarely() if bulk else contextlib.nullcontext():
             yield from _write_all(conn, items, forgotten, report)
@@ -624,6 +661,18 @@ def remove_missing(conn: db.Connection) -> int:
     removed = 0
     for (path,) in conn.execute("SELECT path FROM files").fetchall():
         if not os.path.exists(path):
+            removed += forget_journal(conn, path)
+    return removed
+
+
+def remove_outside(conn: db.Connection, locations: Locations, listed: list[Path]) -> int:
+    """Drop the rows of journals named inside a journal folder that now resolve outside them
+    (replaced by a link elsewhere); only rows the pass did not list are looked at."""
+    names = {str(p) for p in listed}
+    folders = tuple(os.path.join(os.path.abspath(d), "") for d in locations.sessions_dirs)
+    removed = 0
+    for (path,) in conn.execute("SELECT path FROM files").fetchall():
+        if path not in names and path.startswith(folders) and not locations.contains(Path(path)):
             removed += forget_journal(conn, path)
     return removed
 

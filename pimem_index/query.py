@@ -16,7 +16,7 @@ from pathlib import Path
 
 import orjson
 
-from . import db, indexer, journal, store
+from . import db, forget, indexer, journal, store
 from .errors import UserError
 from .locations import Locations
 from .redact import redact
@@ -591,7 +591,8 @@ def indexing_state(conn: db.Connection, locations: Locations) -> dict:
     state = orjson.loads(raw) if raw else None
     if state is None:
         total = len(indexer.discover(locations))
-        done = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
+        done = conn.execute("SELECT (SELECT COUNT(*) FROM files) + (SELECT COUNT(*) FROM forgotten_journals)"
+                            ).fetchone()[0]
         complete = total == 0
     else:
         total, done, complete = state["journals_total"], state["journals_done"], state["complete"]
@@ -613,13 +614,16 @@ def status(conn: db.Connection, locations: Locations) -> dict:
         "SELECT COUNT(*) FROM entries WHERE kind IN ('compaction', 'branch_summary')"
     ).fetchone()[0]
     known = {r[0]: r[1:] for r in conn.execute("SELECT path, size, mtime, needs_reindex FROM files")}
-    journals = indexer.discover(locations)
+    gone = forget.journal_rows(conn)
+    journals, outside = indexer.find_journals(locations)
     pending = 0
     for path in journals:
         row = known.get(str(path))
         try:
             st = path.stat()
         except OSError:
+            continue
+        if row is None and forget.unchanged(gone, str(path), st):
             continue
         if row is None or row[0] != st.st_size or row[1] != st.st_mtime or row[2]:
             pending += 1
@@ -630,4 +634,5 @@ def status(conn: db.Connection, locations: Locations) -> dict:
         "indexed_bytes": indexed, "journals_total": len(journals), "journals_pending": pending,
         "db_bytes": db_bytes, "schema_version": store.SCHEMA_VERSION,
         "db": str(db_path), "sessions_dirs": [str(d) for d in locations.sessions_dirs],
+        "journals_outside": outside,
     }

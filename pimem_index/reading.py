@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from . import forget, journal
+from . import forget, journal, store
 from .redact import redact
 
 # Journals are read in chunks of this size; a full batch holds this much text or these entries.
@@ -51,7 +51,6 @@ class Batch:
     head: tuple[int, int] | None = None
     tail: tuple[int, int, int] | None = None
     last_timestamp: str | None = None
-    forgotten_session: bool = False
     text_bytes: int = 0
     # Every complete line of the journal, as it was opened, is in this batch or an earlier one.
     complete: bool = False
@@ -106,6 +105,9 @@ class Work:
     session_id: str | None = None
     forgotten: forget.Forgotten | None = None
     missing: bool = False  # the journal is gone: its rows are removed
+    # The journal of a forgotten session: (session key, head length, head fingerprint) for
+    # its forgotten_journals row; nothing of it is read beyond its first line.
+    forget_as: tuple[str, int, int] | None = None
 
     def detached(self) -> "Work":
         """What the writer needs (no open file, no forget list): a copy that pickles."""
@@ -113,7 +115,7 @@ class Work:
 
     def batches(self, ramp: bool = False) -> Iterator["Batch"]:
         """The journal's batches; with `ramp`, small ones first whatever its size."""
-        if self.missing:
+        if self.missing or self.forget_as is not None:
             return iter(())
         return _batches(self.fh, self.start, self.start_line, self.st.st_size, self.session_id,
                         self.forgotten, ramp)
@@ -126,8 +128,12 @@ class Work:
             self.fh.close()
 
 
-def prepare(row: tuple | None, path: str, forgotten: forget.Forgotten) -> Work | None:
-    """Decide what a journal needs from its file and its row; None when it is unchanged."""
+def prepare(row: tuple | None, path: str, forgotten: forget.Forgotten, gone: tuple | None = None) -> Work | None:
+    """Decide what a journal needs from its file and its row; None when it is unchanged.
+
+    `gone` is the journal's forgotten_journals row (`forget.journal_rows`), if any: while the
+    file is that one and its session still forgotten, nothing is read past the first line.
+    """
     try:
         fh = open(path, "rb")
     except FileNotFoundError:
@@ -135,6 +141,9 @@ def prepare(row: tuple | None, path: str, forgotten: forget.Forgotten) -> Work |
     except OSError:
         return None  # unreadable now (permissions, a vanished mount): kept as it is, tried next pass
     st = os.fstat(fh.fileno())
+    if gone is not None and _still_forgotten(fh, st, gone, forgotten):
+        fh.close()
+        return None
     work = Work(path, row, fh=fh, st=st, forgotten=forgotten)
     if row is not None:
         unchanged = st.st_size == row[3] and st.st_mtime == row[4] and row[5] == st.st_ino
@@ -145,7 +154,38 @@ def prepare(row: tuple | None, path: str, forgotten: forget.Forgotten) -> Work |
         work.reset = _needs_reset(row, st, fh)
         if not work.reset:
             work.start, work.start_line, work.session_id = row[1], row[2], row[12]
+    if row is None or work.reset:
+        work.forget_as = forgotten_head(fh, forgotten)
     return work
+
+
+def _still_forgotten(fh, st: os.stat_result, gone: tuple, forgotten: forget.Forgotten) -> bool:
+    """Whether the file is the forgotten journal recorded at its path (same inode, same first
+    line) and its session is still forgotten."""
+    session_key, inode, head_length, head_fp = gone
+    if session_key not in forgotten.session_keys or inode != st.st_ino:
+        return False
+    head = _read_at(fh, 0, head_length + 1)
+    return head[-1:] == b"\n" and journal.fingerprint(head[:-1]) == head_fp
+
+
+def forgotten_head(fh, forgotten: forget.Forgotten) -> tuple[str, int, int] | None:
+    """(session key, length, fingerprint) of the first line when it is the header of a
+    forgotten session; reads that line only, and only when some session is forgotten."""
+    if not forgotten.sessions:
+        return None
+    fh.seek(0)
+    line = fh.readline(MAX_LINE_BYTES + 1)
+    if not line.endswith(b"\n"):
+        return None  # no complete first line yet: nothing of the journal is indexed either
+    line = line[:-1]
+    try:
+        item = journal.parse_line(line, 1)
+    except journal.Malformed:
+        return None
+    if not isinstance(item, journal.Header) or item.session_id not in forgotten.sessions:
+        return None
+    return store.forgotten_key(item.session_id), len(line), journal.fingerprint(line)
 
 
 def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
@@ -228,7 +268,6 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
         return 0
     if isinstance(item, journal.Entry):
         if state.forgotten and state.forgotten.hides(state.session_id, item):
-            batch.forgotten_session = state.session_id in state.forgotten.sessions
             return 0
         text = item.text
         batch.rows.append((
@@ -251,18 +290,21 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
     return 0
 
 
-def produce(paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgotten) -> Iterator[tuple]:
+def produce(paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgotten,
+            gone: dict[str, tuple] | None = None) -> Iterator[tuple]:
     """The parsing side of a backfill: ("skip"|"work"|"batch"|"end", path, payload) per journal.
 
     Decides each journal's work from the rows the pass started with (`_file_rows`), so
-    parsing runs ahead across journals, not only within one, without opening the index.
+    parsing runs ahead across journals, not only within one, without opening the index
+    (`gone`: the forgotten journals, `forget.journal_rows`, keyed by their path's hash).
     Runs in a thread or in parsing processes (`parsing`); everything it yields pickles.
     The first journal with work comes in small batches first, so writing starts early.
     """
     first = True
     for path in paths:
         path_str = os.path.abspath(path)
-        work = prepare(rows.get(path_str), path_str, forgotten)
+        work = prepare(rows.get(path_str), path_str, forgotten,
+                       gone.get(store.forgotten_key(path_str)) if gone else None)
         if work is None:
             yield ("skip", path, None)
             continue

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import db
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 FTS_HASHSIZE = 16 * 1024 * 1024
 # The term index's options, shared with the benchmark's floor. detail=none keeps which entries
 # hold a term and nothing else: no positions (no query needs them; excerpts come from the
@@ -48,8 +48,7 @@ CREATE TABLE IF NOT EXISTS files (
     tail_fingerprint INTEGER,
     last_timestamp TEXT,
     indexed_at TEXT,
-    needs_reindex INTEGER NOT NULL DEFAULT 0,
-    forgotten INTEGER NOT NULL DEFAULT 0
+    needs_reindex INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS files_cwd ON files(cwd);
 CREATE INDEX IF NOT EXISTS files_session_id ON files(session_id);
@@ -83,7 +82,15 @@ SELECT
     files.parent_session,
     files.path AS journal
 FROM files
-WHERE files.session_id IS NOT NULL AND NOT files.forgotten;
+WHERE files.session_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS forgotten_journals (
+    path_key TEXT PRIMARY KEY,
+    session_key TEXT NOT NULL,
+    inode INTEGER,
+    head_length INTEGER NOT NULL,
+    head_fingerprint INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS forgotten_journals_session ON forgotten_journals(session_key);
 """
 
 
@@ -102,6 +109,16 @@ def scope_token(kind: str, value: str) -> str:
     """A search term standing for one folder or session: `p` (the folder or a folder above
     the entry's), `c` (exactly the entry's folder) or `s` (its session), then a hash."""
     return kind + hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+def forgotten_key(value: str) -> str:
+    """What the index keeps of a forgotten journal's path or session id: a hash, nothing readable.
+
+    The indexer hashes each journal's path (and the session id in its first line) to find
+    it among the forgotten ones; the path, id, cwd and name themselves are never stored.
+    """
+    return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16,
+                           person=b"pimem-forgotten").hexdigest()
 
 
 def scope_terms(cwd: str | None, session_id: str | None) -> str:

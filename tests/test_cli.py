@@ -240,3 +240,46 @@ def test_unusable_index_path_is_a_one_line_error(run, tmp_path, make, message):
     result = run("status", "--db", make(tmp_path))
     assert result.exit_code == 1 and message in result.output
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def indexed_paths(locations) -> set[str]:
+    if not locations.db_path.exists():
+        return set()
+    conn = db.connect(str(locations.db_path), readonly=True)
+    try:
+        return {r[0] for r in conn.execute("SELECT path FROM files")}
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("name", ["outside-jsonl", "readme", "link-inside-to-outside", "text-inside"])
+def test_index_refuses_a_file_that_is_not_a_journal_in_the_journal_folders(run, populated, locations,
+                                                                            tmp_path, sessions_dir, name):
+    outside = populated["extra"].path  # a real journal, but its folder was not given
+    (sessions_dir / "notes.txt").write_text("not a journal")
+    (sessions_dir / "link.jsonl").symlink_to(outside)
+    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+    target = {"outside-jsonl": outside, "readme": readme, "link-inside-to-outside": sessions_dir / "link.jsonl",
+              "text-inside": sessions_dir / "notes.txt"}[name]
+    result = run("index", target)
+    assert result.exit_code == 1
+    assert "not a .jsonl journal inside the journal folders" in result.output and "e.g. pimem index" in result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    assert indexed_paths(locations) == set()
+    inside = run("index", populated["a"].path)
+    assert inside.exit_code == 0, inside.output
+    assert indexed_paths(locations) == {str(populated["a"].path)}
+
+
+def test_index_takes_a_journal_outside_once_its_folder_is_given(run, populated, locations):
+    result = run("index", "--sessions-dir", populated["extra_dir"], populated["extra"].path)
+    assert result.exit_code == 0, result.output
+    assert indexed_paths(locations) == {str(populated["extra"].path)}
+
+
+def test_index_still_takes_a_deleted_journal_it_knows_so_its_rows_go(run, populated, locations):
+    run("index")
+    populated["b"].path.unlink()
+    result = run("index", populated["b"].path)
+    assert result.exit_code == 0, result.output
+    assert indexed_paths(locations) == {str(populated["a"].path)}

@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from pimem_index import forget, query, store
+from pimem_index import db, forget, indexer, query, store
 from pimem_index.cli import cli
 from pimem_index.errors import UserError
 from pimem_index.indexer import index_all, rebuild
@@ -138,3 +138,153 @@ def test_cli_forget_list_and_unforget(agent_dir, conn, locations, session_pair):
     assert runner.invoke(cli, ["forget"]).exit_code == 1
     assert runner.invoke(cli, ["unforget", s["drop"]]).exit_code == 0
     assert "Nothing is forgotten" in runner.invoke(cli, ["forget", "--list"]).output
+
+
+# ---- a forgotten session is gone from every table, rebuild or not ----------------------------------
+
+
+@pytest.fixture
+def forgotten_session(agent_dir, locations, new_journal, home):
+    """Two named sessions in two projects, indexed; then `pimem forget --session` on the first."""
+    gone = new_journal("Apps/hushproj")
+    gone.session_info("Plan the quokka surprise")
+    gone.user("quokka details nobody may see")
+    gone.compaction("quokka summary")
+    kept = new_journal("Apps/keptproj")
+    kept.session_info("Ordinary wombat work")
+    kept.user("wombat and quokka notes")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["index"]).exit_code == 0
+    result = runner.invoke(cli, ["forget", "--session", gone.session_id])
+    assert result.exit_code == 0, result.output
+    return {
+        "gone": gone, "kept": kept,
+        # what nothing may show once the session is forgotten: its id, name, folder and path
+        "secrets": (gone.session_id, "Plan the quokka surprise", "hushproj", str(gone.path)),
+        "kept_marks": (kept.session_id, "Ordinary wombat work", str(home / "Apps/keptproj"), str(kept.path)),
+    }
+
+
+def every_row(db_path) -> str:
+    """Every row of every table and view of the index (not the term index's own tables), as text."""
+    conn = db.connect(str(db_path), readonly=True)
+    try:
+        names = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
+            "AND name NOT LIKE 'entries_fts%' AND sql NOT LIKE 'CREATE VIRTUAL%'")]
+        assert {"files", "meta", "entries", "sessions", "forgotten_journals"} <= set(names)
+        return "\n".join(f"{name}: {row!r}" for name in names for row in conn.execute(f"SELECT * FROM {name}"))
+    finally:
+        conn.close()
+
+
+def assert_forgotten_in_every_table(db_path, s) -> None:
+    text = every_row(db_path)
+    for secret in s["secrets"]:
+        assert secret not in text
+    for mark in s["kept_marks"]:
+        assert mark in text
+
+
+def test_a_forgotten_session_has_no_row_in_any_table_or_view(locations, forgotten_session):
+    assert_forgotten_in_every_table(locations.db_path, forgotten_session)
+    conn = store.open_index(locations.db_path)
+    assert conn.execute("SELECT COUNT(*) FROM forgotten_journals").fetchone()[0] == 1
+    assert "quokka" in vocab(conn) and "nobody" not in vocab(conn)
+
+
+def test_a_forgotten_session_stays_out_of_every_table_after_pimem_rebuild(locations, forgotten_session):
+    result = CliRunner().invoke(cli, ["rebuild"])
+    assert result.exit_code == 0, result.output
+    assert_forgotten_in_every_table(locations.db_path, forgotten_session)
+
+
+@pytest.mark.parametrize("bulk", [False, True], ids=["parsing-thread", "parsing-processes"])
+def test_a_forgotten_session_stays_out_of_every_table_after_the_index_is_deleted(
+        locations, forgotten_session, monkeypatch, bulk):
+    if bulk:
+        monkeypatch.setattr(indexer, "COMPACT_AFTER_BYTES", 1)  # the multi-process pass
+    store.delete_index_files(locations.db_path)
+    fresh = store.open_index(locations.db_path)
+    report = index_all(fresh, locations)
+    assert report.files == 1 and report.bytes_read == forgotten_session["kept"].path.stat().st_size
+    fresh.close()
+    assert_forgotten_in_every_table(locations.db_path, forgotten_session)
+
+
+def test_lines_appended_to_a_forgotten_journal_are_never_read(locations, forgotten_session):
+    s = forgotten_session
+    s["gone"].user("a later quokka line")
+    added = s["kept"].path.stat().st_size
+    s["kept"].user("a later wombat line")
+    added = s["kept"].path.stat().st_size - added
+    conn = store.open_index(locations.db_path)
+    report = index_all(conn, locations)
+    assert report.bytes_read == added and report.entries_added == 1
+    assert "later" in vocab(conn) and conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 2
+    assert_forgotten_in_every_table(locations.db_path, s)
+    status = query.status(conn, locations)
+    assert status["journals_total"] == 2 and status["journals_pending"] == 0
+    assert query.indexing_state(conn, locations)["complete"] is True
+
+
+def test_a_new_file_at_a_forgotten_journals_path_is_looked_at_again(locations, forgotten_session, new_journal):
+    s = forgotten_session
+    s["gone"].path.unlink()
+    reborn = new_journal("Apps/newproj", path=s["gone"].path)
+    reborn.user("a capybara in a new session")
+    conn = store.open_index(locations.db_path)
+    index_all(conn, locations)
+    assert [r[0] for r in conn.execute("SELECT session_id FROM files WHERE path = ?", (str(reborn.path),))] \
+        == [reborn.session_id]
+    assert "capybara" in vocab(conn)
+    assert conn.execute("SELECT COUNT(*) FROM forgotten_journals").fetchone()[0] == 0
+
+
+def test_unforget_brings_a_forgotten_session_back_to_every_table(locations, forgotten_session):
+    s = forgotten_session
+    result = CliRunner().invoke(cli, ["unforget", "--session", s["gone"].session_id])
+    assert result.exit_code == 0, result.output
+    text = every_row(locations.db_path)
+    for secret in s["secrets"] + s["kept_marks"]:
+        assert secret in text
+    conn = store.open_index(locations.db_path)
+    assert conn.execute("SELECT COUNT(*) FROM forgotten_journals").fetchone()[0] == 0
+    assert {s["gone"].session_id, s["kept"].session_id} == {r[0] for r in conn.execute("SELECT session_id FROM sessions")}
+
+
+def test_forgetting_a_forgotten_session_again_says_it_is_already_forgotten(locations, forgotten_session):
+    sid = forgotten_session["gone"].session_id
+    result = CliRunner().invoke(cli, ["forget", "--session", sid])
+    assert result.exit_code == 1 and "already forgotten" in result.output and f"unforget --session {sid}" in result.output
+    other = CliRunner().invoke(cli, ["forget", "--session", "no-such-session"])
+    assert other.exit_code == 1 and "no session no-such-session" in other.output
+
+
+def test_a_session_forgotten_through_another_index_leaves_this_one_at_its_next_pass(
+        conn, locations, session_pair, tmp_path):
+    """The decision is kept outside the index, so an index that still holds the session drops it."""
+    s = session_pair
+    other_db = tmp_path / "other.sqlite"
+    other = store.open_index(other_db)
+    index_all(other, locations)
+    forget.forget_session(conn, locations, s["a"].session_id)
+    index_all(other, locations, journals=[s["b"].path])
+    assert {r[0] for r in other.execute("SELECT session_id FROM files")} == {s["b"].session_id}
+    assert other.execute("SELECT COUNT(*) FROM forgotten_journals").fetchone()[0] == 1
+    assert "gardenias" not in vocab(other) and "tulips" in vocab(other)
+
+
+def test_a_large_forgotten_journal_does_not_make_every_pass_a_bulk_pass(
+        locations, forgotten_session, monkeypatch, parsing_processes):
+    """Bulk passes start parsing processes; a forgotten journal's bytes are never pending work."""
+    s = forgotten_session
+    s["gone"].user("quokka " * 20_000)
+    monkeypatch.setattr(indexer, "COMPACT_AFTER_BYTES", 50_000)
+    conn = store.open_index(locations.db_path)
+    index_all(conn, locations)
+    assert parsing_processes == []
+    s["kept"].user("wombat " * 20_000)
+    index_all(conn, locations)
+    assert any(s["kept"].path in paths for paths in parsing_processes)
+    assert_forgotten_in_every_table(locations.db_path, s)
