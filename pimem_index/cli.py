@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -9,7 +10,7 @@ import sys
 import click
 import orjson
 
-from . import __version__, db, indexer, journal, query, store
+from . import __version__, db, indexer, journal, query, reading, store
 from .errors import UserError
 from .locations import Locations, resolve
 
@@ -24,6 +25,8 @@ class Group(click.Group):
             raise click.ClickException(str(e)) from None
         except db.DatabaseError as e:
             raise click.ClickException(f"the index could not be used: {e} (try: pimem rebuild)") from None
+        except indexer.ParserStopped as e:
+            raise click.ClickException(str(e)) from None
         except KeyboardInterrupt:
             click.echo("\nInterrupted: everything indexed so far is kept; run the command again to go on.",
                        err=True)
@@ -129,6 +132,8 @@ def index_cmd(locations: Locations, journals, as_json, watch, interval):
         click.echo(f"Removed {report.removed} deleted journals from the index")
     if report.malformed:
         click.echo(f"Skipped {report.malformed} malformed lines")
+    if report.failed:
+        click.echo(f"Could not index {report.failed} journals; they are tried again later (pimem status says why)")
 
 
 def _watch(conn, locations: Locations, journals, interval: float) -> None:
@@ -138,14 +143,32 @@ def _watch(conn, locations: Locations, journals, interval: float) -> None:
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     owner = indexer.default_owner()
+    last_error = None
     try:
         while True:
-            report = indexer.index_all(conn, locations, journals=journals, owner=owner)
-            if report.lease_holder and journals is None:
-                indexer.index_all(conn, locations, journals=indexer.discover(locations)[:8])
+            error = _watch_pass(conn, locations, journals, owner)
+            if error is not None and error != last_error:
+                click.echo(f"pimem index --watch: a pass stopped ({error}); trying again every {interval:g}s",
+                           err=True)
+            last_error = error
             time.sleep(interval)
     except KeyboardInterrupt:
         pass
+
+
+def _watch_pass(conn, locations: Locations, journals, owner: str) -> str | None:
+    """One pass of --watch; what stopped it, in one line, instead of raising it (so the loop, and
+    the server that supervises it, go on: the next pass tries again). Ctrl-C and SIGTERM still stop."""
+    try:
+        report = indexer.index_all(conn, locations, journals=journals, owner=owner)
+        if report.lease_holder and journals is None:
+            indexer.index_all(conn, locations, journals=indexer.discover(locations)[:8])
+    except Exception as e:
+        if conn.in_transaction:
+            with contextlib.suppress(db.DatabaseError):
+                conn.execute("ROLLBACK")
+        return reading.failure_reason(e)
+    return None
 
 
 def _known(locations: Locations, path: str) -> bool:
@@ -176,6 +199,8 @@ def status(locations: Locations, as_json):
     click.echo(f"Sessions:  {data['sessions']:,}")
     click.echo(f"Entries:   {data['entries']:,} ({data['summaries']:,} summaries)")
     click.echo(f"Indexed:   {data['indexed_bytes'] / 1e6:,.1f} MB of journal")
+    for failed in data["journals_failed"]:
+        click.echo(f"Failed:    {failed['path']}: {failed['reason']} ({_local_time(failed['at'])}; tried again later)")
     for d in data["sessions_dirs"]:
         click.echo(f"Folder:    {d}{'' if os.path.isdir(d) else ' (missing)'}")
 

@@ -630,4 +630,5 @@ def status(conn: db.Connection, locations: Locations) -> dict:
         "indexed_bytes": indexed, "journals_total": len(journals), "journals_pending": pending,
         "db_bytes": db_bytes, "schema_version": store.SCHEMA_VERSION,
         "db": str(db_path), "sessions_dirs": [str(d) for d in locations.sessions_dirs],
+        "journals_failed": indexer.failed_journals(conn),
     }

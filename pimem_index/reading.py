@@ -3,6 +3,8 @@
 The parsing side of indexing, in a thread or in parsing processes (`parsing`): it reads
 journals and the rows the writer handed over, parses, redacts, and never opens the index.
 A batch holds entry rows and redacted texts, ready for the writer to put in one transaction.
+Whatever goes wrong reading one journal (a malformed line is only counted) ends its batches
+with a failure batch saying why, so the writer records that journal and goes on with the others.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ BATCH_ENTRIES = 5000
 # a backfill still writes many of them in one transaction.
 FIRST_BATCH_SHARE = 16
 RAMP_JOURNAL_BYTES = 2 * BATCH_TEXT_BYTES
+# A failure's reason is one line of at most this many characters.
+REASON_CHARS = 200
 # A longer line is counted malformed and skipped, never held in memory whole.
 MAX_LINE_BYTES = 256 * 1024 * 1024
 # A journal modified this recently may have changed again within the clock's granularity.
@@ -57,6 +61,15 @@ class Batch:
     complete: bool = False
     # Parsed in another process: no thread here wants the GIL, so rows go one per step.
     parsed_apart: bool = False
+    # Reading the journal failed here (why, in one line): the writer records it, writes no more of it.
+    failure: str | None = None
+
+
+def failure_reason(error: BaseException) -> str:
+    """An error as one redacted line, its type first, for journal_errors and stderr."""
+    text = str(error).strip().splitlines()
+    reason = f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+    return redact(reason[:REASON_CHARS])
 
 
 def _line_after(fh, cursor: int, size: int, limit: int = 1024 * 1024) -> bool:
@@ -106,17 +119,21 @@ class Work:
     session_id: str | None = None
     forgotten: forget.Forgotten | None = None
     missing: bool = False  # the journal is gone: its rows are removed
+    failure: str | None = None  # deciding its work failed (why): its one batch says so
 
     def detached(self) -> "Work":
         """What the writer needs (no open file, no forget list): a copy that pickles."""
         return dataclasses.replace(self, fh=None, forgotten=None)
 
     def batches(self, ramp: bool = False) -> Iterator["Batch"]:
-        """The journal's batches; with `ramp`, small ones first whatever its size."""
+        """The journal's batches; with `ramp`, small ones first whatever its size. The last is a
+        failure batch if reading failed."""
+        if self.failure is not None:
+            return iter((Batch(start=self.start, end=self.start, lines=0, failure=self.failure),))
         if self.missing:
             return iter(())
-        return _batches(self.fh, self.start, self.start_line, self.st.st_size, self.session_id,
-                        self.forgotten, ramp)
+        return _failure_last(_batches(self.fh, self.start, self.start_line, self.st.st_size,
+                                      self.session_id, self.forgotten, ramp), self.start)
 
     def __enter__(self) -> "Work":
         return self
@@ -146,6 +163,14 @@ def prepare(row: tuple | None, path: str, forgotten: forget.Forgotten) -> Work |
         if not work.reset:
             work.start, work.start_line, work.session_id = row[1], row[2], row[12]
     return work
+
+
+def _failure_last(batches: Iterator[Batch], start: int) -> Iterator[Batch]:
+    """The batches, then, if reading them raised, a failure batch saying why instead of the error."""
+    try:
+        yield from batches
+    except Exception as e:
+        yield Batch(start=start, end=start, lines=0, failure=failure_reason(e))
 
 
 def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
@@ -258,11 +283,15 @@ def produce(paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgott
     parsing runs ahead across journals, not only within one, without opening the index.
     Runs in a thread or in parsing processes (`parsing`); everything it yields pickles.
     The first journal with work comes in small batches first, so writing starts early.
+    A journal that fails comes as its work and a failure batch; the others go on.
     """
     first = True
     for path in paths:
         path_str = os.path.abspath(path)
-        work = prepare(rows.get(path_str), path_str, forgotten)
+        try:
+            work = prepare(rows.get(path_str), path_str, forgotten)
+        except Exception as e:
+            work = Work(path_str, rows.get(path_str), failure=failure_reason(e))
         if work is None:
             yield ("skip", path, None)
             continue

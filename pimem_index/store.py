@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import db
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 FTS_HASHSIZE = 16 * 1024 * 1024
 # The term index's options, shared with the benchmark's floor. detail=none keeps which entries
 # hold a term and nothing else: no positions (no query needs them; excerpts come from the
@@ -84,6 +84,14 @@ SELECT
     files.path AS journal
 FROM files
 WHERE files.session_id IS NOT NULL AND NOT files.forgotten;
+-- Journals a pass could not index, each with a one-line reason (indexer.Failures).
+CREATE TABLE IF NOT EXISTS journal_errors (
+    path TEXT PRIMARY KEY,
+    reason TEXT NOT NULL,
+    at TEXT NOT NULL,
+    failures INTEGER NOT NULL DEFAULT 1,
+    retry_at REAL NOT NULL
+);
 """
 
 
