@@ -324,3 +324,251 @@ def test_watch_logs_a_pass_that_stopped_in_one_line_and_goes_on(tmp_path, locati
         _out, err = proc.communicate(timeout=30)
         holder.close()
     assert "Traceback" not in err
+
+
+# ---- property: no line, however mutated, escapes as an exception or costs the journal ---------
+
+import functools  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from pimem_index import forget, journal, reading  # noqa: E402
+from pimem_index.locations import resolve  # noqa: E402
+
+from pijournal import Journal  # noqa: E402
+
+# Lines as Pi writes them (docs/session-format.md's examples, version 1 and 2 forms included).
+PI_LINES = [
+    b'{"type":"session","version":3,"id":"0b6e4c1a-5d2f-4e8b-9c3d-1f2e3d4c5b6a","timestamp":"2026-03-15T22:40:18.123Z",'
+    b'"cwd":"/home/u/proj","parentSession":"/home/u/.pi/agent/sessions/--home-u-proj--/old.jsonl"}',
+    b'{"type":"session","id":"v1-session","timestamp":"2025-06-01T10:00:00.000Z","cwd":"/p","provider":"anthropic",'
+    b'"modelId":"m","thinkingLevel":"off"}',
+    b'{"type":"message","id":"c3d4e5f6","parentId":"b2c3d4e5","timestamp":"2026-03-15T22:40:25.500Z","message":'
+    b'{"role":"user","content":[{"type":"text","text":"fix the login bug"},{"type":"image","data":"iVBORw0KGgo=",'
+    b'"mimeType":"image/png"}],"timestamp":1773614425499}}',
+    b'{"type":"message","id":"d4e5f6a7","parentId":"c3d4e5f6","timestamp":"2026-03-15T22:40:31.020Z","message":'
+    b'{"role":"assistant","content":[{"type":"thinking","thinking":"Look at auth","thinkingSignature":"EqQB..."},'
+    b'{"type":"text","text":"Reading the file."},{"type":"toolCall","id":"toolu_01AB","name":"read","arguments":'
+    b'{"path":"src/auth.ts","limit":40,"opts":{"a":[1,2.5,null,true]}}}],"api":"anthropic-messages","provider":'
+    b'"anthropic","model":"claude-sonnet-4-5","usage":{"input":2775,"output":141,"cacheRead":0,"cacheWrite":0,'
+    b'"totalTokens":2916,"cost":{"input":0.0083,"output":0.0021,"cacheRead":0,"cacheWrite":0,"total":0.0104}},'
+    b'"stopReason":"toolUse","timestamp":1773614425600}}',
+    b'{"type":"message","id":"e5f6a7b8","parentId":"d4e5f6a7","timestamp":"2026-03-15T22:40:31.060Z","message":'
+    b'{"role":"toolResult","toolCallId":"toolu_01AB","toolName":"read","content":[{"type":"text","text":'
+    b'"export function login..."}],"isError":false,"timestamp":1773614431058}}',
+    b'{"type":"message","id":"f6a7b8c9","parentId":"e5f6a7b8","timestamp":"2026-03-15T22:41:00.000Z","message":'
+    b'{"role":"bashExecution","command":"ls","output":"src\\n","exitCode":0,"cancelled":false,"truncated":false,'
+    b'"timestamp":1773614460000}}',
+    b'{"type":"compaction","id":"0a1b2c3d","parentId":"f6a7b8c9","timestamp":"2026-03-15T23:10:00.000Z","summary":'
+    b'"## Goal\\n...","firstKeptEntryId":"e5f6a7b8","tokensBefore":175004,"details":{"readFiles":["src/auth.ts"],'
+    b'"modifiedFiles":[]},"fromHook":false}',
+    b'{"type":"branch_summary","id":"1b2c3d4e","parentId":"c3d4e5f6","timestamp":"2026-03-15T23:15:00.000Z",'
+    b'"fromId":"c3d4e5f6","summary":"The user explored a different conversation branch."}',
+    b'{"type":"custom","id":"2c3d4e5f","parentId":"1b2c3d4e","timestamp":"2026-03-15T23:16:00.000Z",'
+    b'"customType":"ext-state","data":{"cursor":3,"seen":["a","b"]}}',
+    b'{"type":"message","timestamp":"2025-06-01T10:00:00.000Z","message":{"role":"hookMessage","customType":"note",'
+    b'"content":"deploy freeze","display":true,"timestamp":1748772000000}}',
+]
+
+
+@functools.lru_cache(maxsize=1)
+def seed_lines() -> tuple[bytes, ...]:
+    """Every line type tests/pijournal.py writes (versions 1 and 3), then Pi's own example lines."""
+    lines: list[bytes] = []
+    with tempfile.TemporaryDirectory() as folder:
+        for version in (1, 3):
+            j = Journal(Path(folder), "/home/u/proj", version=version)
+            u = j.user("find the walrus config", images=1)
+            j.user("plain string content", as_string=True)
+            j.model_change()
+            j.thinking_level_change()
+            j.assistant("Looking.", thinking="grep first", signature="SIG" * 10,
+                        tool_calls=[("bash", {"command": "grep -r walrus .", "timeout": 30})])
+            j.assistant(redacted_thinking="OPAQUE", text="Done.")
+            j.tool_result("bash", "./conf/walrus.yaml: enabled", images=1)
+            j.bash("git status", "On branch main")
+            j.hook_message("team-note", "deploy freeze friday")
+            j.custom_message("reminder", [{"type": "text", "text": "tests must pass"}])
+            j.custom_state("ext-state", {"cursor": 3})
+            j.label(u, "start")
+            j.session_info("Config hunt")
+            j.compaction("## Goal\nFound the walrus config")
+            j.branch_summary("Tried zebras")
+            lines += j.path.read_bytes().splitlines()
+    return tuple(lines + PI_LINES)
+
+
+HOLE = "\x00hole\x00"
+RAW_VALUES = [
+    b'{"a":' * 1025 + b"1" + b"}" * 1025, b"[" * 1024 + b"]" * 1024, b"[" * 1100 + b"]" * 1100,
+    b'{"a":' * 300 + b'"x"' + b"}" * 300,
+    b"1e400", b"-1e400", b"NaN", b"Infinity", b"-Infinity", b"1" + b"0" * 400, b"1" + b"0" * 5000,
+    str(2 ** 63).encode(), str(2 ** 64).encode(), str(-(2 ** 63) - 1).encode(), b"-0", b"1e-400",
+    b'"\\ud83d"', b'"cut \\udc00 here"', b'"\\ud83d\\ude00"', b'"nul \\u0000 byte"', b'"bad \xff utf8"',
+]
+SWAPS = [None, True, False, 0, -1, 1.5, "", "text", "L1", [], {}, [1, "x"], {"type": "text", "text": 3},
+         {"a": None}, [{"type": "toolCall", "name": ["x"], "arguments": 5}]]
+WHOLE_LINES = [b"[]", b"[1,2]", b'"a string"', b"null", b"3", b"true", b"{}", b"{", b"}", b"", b" ", b"\xff"]
+
+
+def json_paths(value, prefix=(), depth=0):
+    """Every (container, key) path in a parsed line, to replace the value found there."""
+    if depth > 8:
+        return
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in items:
+        yield prefix + (key,)
+        yield from json_paths(child, prefix + (key,), depth + 1)
+
+
+def replaced(obj, path, new):
+    if not path:
+        return new
+    copy = dict(obj) if isinstance(obj, dict) else list(obj)
+    copy[path[0]] = replaced(obj[path[0]], path[1:], new)
+    return copy
+
+
+def swap_a_value(draw, line: bytes) -> bytes:
+    """A field's value becomes another type, or a hostile raw value (deep, huge, non-finite...)."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return line
+    paths = list(json_paths(obj))
+    if not paths:
+        return line
+    path = draw(st.sampled_from(paths))
+    if draw(st.booleans()):
+        return json.dumps(replaced(obj, path, draw(st.sampled_from(SWAPS))), separators=(",", ":")).encode()
+    text = json.dumps(replaced(obj, path, HOLE), separators=(",", ":")).encode()
+    return text.replace(json.dumps(HOLE).encode(), draw(st.sampled_from(RAW_VALUES)))
+
+
+def truncate(draw, line: bytes) -> bytes:
+    return line[:draw(st.integers(0, max(0, len(line) - 1)))]
+
+
+def insert_bytes(draw, line: bytes) -> bytes:
+    at = draw(st.integers(0, len(line)))
+    junk = draw(st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x80\x80", b"\\ud83d", b"\x00", b'"', b"}",
+                                 b"\\", b"]"]))
+    return line[:at] + junk + line[at:]
+
+
+def random_bytes(draw, line: bytes) -> bytes:
+    at = draw(st.integers(0, len(line)))
+    return line[:at] + draw(st.binary(max_size=8)).replace(b"\n", b" ") + line[at + draw(st.integers(0, 4)):]
+
+
+def whole_line(draw, line: bytes) -> bytes:
+    return draw(st.sampled_from(WHOLE_LINES))
+
+
+BYTE_MUTATIONS = [truncate, insert_bytes, random_bytes, whole_line]
+
+
+@st.composite
+def hostile_lines(draw) -> bytes:
+    """A line Pi or tests/pijournal.py wrote with up to three values swapped, and sometimes
+    (always, when none was) broken as bytes too."""
+    seed = line = draw(st.sampled_from(seed_lines()))
+    for _ in range(draw(st.integers(0, 3))):
+        line = swap_a_value(draw, line)
+    if line == seed or draw(st.integers(0, 3)) == 0:
+        line = draw(st.sampled_from(BYTE_MUTATIONS))(draw, line)
+    return line.replace(b"\n", b" ")
+
+
+def check_item(item) -> None:
+    """What parse_line returns holds only what the index stores: text and 64-bit integers."""
+    assert item is None or isinstance(item, (journal.Header, journal.SessionName, journal.Entry))
+    if isinstance(item, journal.Entry):
+        assert isinstance(item.id, str) and item.id and item.kind in journal.KINDS
+        for text in (item.id, item.parent_id, item.timestamp, item.role, item.tool, item.text):
+            assert text is None or isinstance(text, str)
+            text is None or text.encode("utf-8")
+        assert item.tokens_before is None or journal.INT64_MIN <= item.tokens_before <= journal.INT64_MAX
+    if isinstance(item, journal.Header):
+        assert type(item.version) is int and journal.INT64_MIN <= item.version <= journal.INT64_MAX
+
+
+@settings(max_examples=600, deadline=None)
+@given(hostile_lines())
+def test_parse_line_returns_an_item_or_raises_malformed_whatever_the_line(line):
+    try:
+        item = journal.parse_line(line, 2)
+    except journal.Malformed:
+        return
+    check_item(item)
+
+
+GOOD_FIRST = b'{"type":"message","id":"goodfrst","message":{"role":"user","content":"first good line"}}'
+GOOD_LAST = b'{"type":"message","id":"goodlast","message":{"role":"user","content":"last good line"}}'
+
+
+def write_journal(folder: Path, lines: list[bytes], name: str = "hostile.jsonl") -> Path:
+    path = folder / "--p--" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = b'{"type":"session","version":3,"id":"prop-session","cwd":"/p"}'
+    path.write_bytes(b"\n".join([header, GOOD_FIRST, *lines, GOOD_LAST]) + b"\n")
+    return path
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(hostile_lines(), min_size=1, max_size=6))
+def test_the_batch_reader_reads_every_good_line_whatever_the_others_hold(lines):
+    with tempfile.TemporaryDirectory() as folder:
+        path = write_journal(Path(folder), lines)
+        with reading.prepare(None, str(path), forget.Forgotten()) as work:
+            batches = list(work.batches())
+    assert [b.failure for b in batches] == [None] * len(batches)
+    ids = [row[0] for b in batches for row in b.rows]
+    assert ids[0] == "goodfrst" and ids[-1] == "goodlast"
+    assert sum(b.lines for b in batches) == len(lines) + 3
+
+
+def index_hostile(lines: list[bytes], how: str) -> None:
+    """Index a hostile journal beside a good one (a pass, or index_journal); nothing escapes."""
+    with tempfile.TemporaryDirectory() as folder:
+        sessions = Path(folder) / "sessions"
+        path = write_journal(sessions, lines)
+        good = write_journal(sessions, [], name="good.jsonl")
+        locations = resolve(str(Path(folder) / "index.sqlite"), [str(sessions)])
+        conn = store.open_index(locations.db_path)
+        try:
+            if how == "index_journal":
+                reports = [index_journal(conn, path), index_journal(conn, good)]
+            else:
+                reports = [index_all(conn, locations)]
+            assert sum(r.failed for r in reports) == 0 and indexer.failed_journals(conn) == []
+            assert {"goodfrst", "goodlast"} <= entry_ids(conn, path)
+            assert entry_ids(conn, good) == {"goodfrst", "goodlast"}
+            assert conn.execute("SELECT SUM(lines) FROM files").fetchone()[0] == len(lines) + 3 + 3
+        finally:
+            conn.close()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(hostile_lines(), min_size=1, max_size=6))
+def test_a_pass_in_a_parsing_thread_indexes_every_good_line_whatever_the_others_hold(agent_dir, lines):
+    index_hostile(lines, "thread")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(hostile_lines(), min_size=1, max_size=6))
+def test_index_journal_indexes_every_good_line_whatever_the_others_hold(agent_dir, lines):
+    index_hostile(lines, "index_journal")
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(hostile_lines(), min_size=2, max_size=8))
+def test_a_pass_in_parsing_processes_indexes_every_good_line_whatever_the_others_hold(
+        agent_dir, monkeypatch, parsing_processes, lines):
+    use_parsing_processes(monkeypatch)
+    started = len(parsing_processes)
+    index_hostile(lines, "processes")
+    assert len(parsing_processes) > started  # parsed in processes, not in a thread
