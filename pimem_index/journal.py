@@ -283,12 +283,16 @@ def _json_text(value) -> str:
 
 
 def _entry_id(obj: dict, lineno: int) -> str:
-    value = _str_or_none(obj.get("id"))
-    return value if value is not None else f"L{lineno}"
+    value = obj.get("id")
+    if type(value) is str and value:
+        return value
+    _str_or_none(value)  # any other type is malformed
+    return f"L{lineno}"
 
 
 def _timestamp(obj: dict, message: dict | None = None) -> str | None:
-    ts = _timestamp_field(obj.get("timestamp"))
+    value = obj.get("timestamp")
+    ts = normalize_timestamp(value) if type(value) is str else _timestamp_field(value)
     if ts is None and message is not None:
         ts = _timestamp_field(message.get("timestamp"))
     return ts
