@@ -162,7 +162,9 @@ def _watch_pass(conn, locations: Locations, journals, owner: str) -> str | None:
     try:
         report = indexer.index_all(conn, locations, journals=journals, owner=owner)
         if report.lease_holder and journals is None:
-            indexer.index_all(conn, locations, journals=indexer.discover(locations)[:8])
+            newest = indexer.discover(locations)[:8]
+            held = indexer.Failures(conn).held_back(newest)  # a failed journal waits here too
+            indexer.index_all(conn, locations, journals=[p for p in newest if p not in held])
     except Exception as e:
         if conn.in_transaction:
             with contextlib.suppress(db.DatabaseError):

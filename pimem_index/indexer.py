@@ -644,7 +644,7 @@ def _pending_bytes(rows: dict[str, tuple], paths: list[Path]) -> int:
         row = rows.get(str(path))
         try:
             pending += max(0, path.stat().st_size - (row[1] if row else 0))
-        except OSError:
+        except (OSError, TypeError):  # TypeError: a row edited by hand; the journal fails on its own
             continue
     return pending
 

@@ -66,10 +66,11 @@ class Batch:
 
 
 def failure_reason(error: BaseException) -> str:
-    """An error as one redacted line, its type first, for journal_errors and stderr."""
+    """An error as one redacted line, its type first, for journal_errors and stderr (a lone
+    surrogate, from a file name that is not UTF-8, written as \\udcNN)."""
     text = str(error).strip().splitlines()
     reason = f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
-    return redact(reason[:REASON_CHARS])
+    return redact(reason[:REASON_CHARS].encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 def _line_after(fh, cursor: int, size: int, limit: int = 1024 * 1024) -> bool:
