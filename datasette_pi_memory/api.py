@@ -69,7 +69,10 @@ def _cwd(conn, params: Params, journal: str | None, scope: str | None) -> str | 
 def call(conn, locations: Locations, action: str, params: Params, max_scope: str) -> dict:
     """One API call: index the caller's journal if given, then the pimem_index query."""
     if action == "status":
-        return query.status(conn, locations)
+        data = query.status(conn, locations)
+        if max_scope != "global":  # a failed journal's path names its project
+            data["journals_failed"] = []
+        return data
     journal = browse.checked_journal(locations, params.journal)
     if journal is not None:
         indexer.index_journal(conn, journal)

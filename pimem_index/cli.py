@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -9,7 +10,7 @@ import sys
 import click
 import orjson
 
-from . import __version__, db, indexer, journal, query, store
+from . import __version__, db, indexer, journal, query, reading, store
 from .errors import UserError
 from .locations import Locations, resolve
 
@@ -24,6 +25,8 @@ class Group(click.Group):
             raise click.ClickException(str(e)) from None
         except db.DatabaseError as e:
             raise click.ClickException(f"the index could not be used: {e} (try: pimem rebuild)") from None
+        except indexer.ParserStopped as e:
+            raise click.ClickException(str(e)) from None
         except KeyboardInterrupt:
             click.echo("\nInterrupted: everything indexed so far is kept; run the command again to go on.",
                        err=True)
@@ -133,6 +136,8 @@ def index_cmd(locations: Locations, journals, as_json, watch, interval):
         click.echo(f"Skipped {report.malformed} malformed lines")
     if report.outside:
         click.echo(f"Skipped {report.outside} links resolving outside the journal folders (not read; see: pimem status)")
+    if report.failed:
+        click.echo(f"Could not index {report.failed} journals; they are tried again later (pimem status says why)")
 
 
 def _watch(conn, locations: Locations, journals, interval: float) -> None:
@@ -142,11 +147,14 @@ def _watch(conn, locations: Locations, journals, interval: float) -> None:
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     owner = indexer.default_owner()
+    last_error = None
     try:
         while True:
-            report = indexer.index_all(conn, locations, journals=journals, owner=owner)
-            if report.lease_holder and journals is None:
-                indexer.index_all(conn, locations, journals=indexer.discover(locations)[:8])
+            error = _watch_pass(conn, locations, journals, owner)
+            if error is not None and error != last_error:
+                click.echo(f"pimem index --watch: a pass stopped ({error}); trying again every {interval:g}s",
+                           err=True)
+            last_error = error
             time.sleep(interval)
     except KeyboardInterrupt:
         pass
@@ -164,6 +172,21 @@ def _check_in_folders(locations: Locations, path: str) -> None:
         raise UserError(f"{path} is not a .jsonl journal inside the journal folders ({folders}) "
                         "(e.g. pimem index ~/.pi/agent/sessions/--home-u-app--/<file>.jsonl, "
                         "or add its folder: pimem index --sessions-dir DIR FILE.jsonl)") from None
+def _watch_pass(conn, locations: Locations, journals, owner: str) -> str | None:
+    """One pass of --watch; what stopped it, in one line, instead of raising it (so the loop, and
+    the server that supervises it, go on: the next pass tries again). Ctrl-C and SIGTERM still stop."""
+    try:
+        report = indexer.index_all(conn, locations, journals=journals, owner=owner)
+        if report.lease_holder and journals is None:
+            newest = indexer.discover(locations)[:8]
+            held = indexer.Failures(conn).held_back(newest)  # a failed journal waits here too
+            indexer.index_all(conn, locations, journals=[p for p in newest if p not in held])
+    except Exception as e:
+        if conn.in_transaction:
+            with contextlib.suppress(db.DatabaseError):
+                conn.execute("ROLLBACK")
+        return reading.failure_reason(e)
+    return None
 
 
 def _known(locations: Locations, path: str) -> bool:
@@ -194,6 +217,8 @@ def status(locations: Locations, as_json):
     click.echo(f"Sessions:  {data['sessions']:,}")
     click.echo(f"Entries:   {data['entries']:,} ({data['summaries']:,} summaries)")
     click.echo(f"Indexed:   {data['indexed_bytes'] / 1e6:,.1f} MB of journal")
+    for failed in data["journals_failed"]:
+        click.echo(f"Failed:    {failed['path']}: {failed['reason']} ({_local_time(failed['at'])}; tried again later)")
     for d in data["sessions_dirs"]:
         click.echo(f"Folder:    {d}{'' if os.path.isdir(d) else ' (missing)'}")
     for link in data["journals_outside"]:

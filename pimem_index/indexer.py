@@ -5,6 +5,11 @@ transaction moves the cursor together with the rows it adds, so a killed indexer
 a consistent index. A journal that shrank, was replaced, or whose first or last indexed
 line no longer matches its fingerprint is reindexed from byte 0. This module is the
 writing side; `reading` decides where each journal starts and parses it into batches.
+
+Whatever goes wrong with one journal stays with it: it is skipped, recorded in
+journal_errors with a one-line reason (`pimem status`, the overview page) and retried later
+(`Failures`); the other journals and the pass go on. Only Ctrl-C, a killed parsing process
+(ParserStopped) and errors of the index itself (disk full, read-only, locked) stop a pass.
 """
 
 from __future__ import annotations
@@ -40,6 +45,10 @@ PROGRESS_SECONDS = 1.0
 MESSAGE_TEXT_BYTES = 1024 * 1024
 # A parsing thread runs up to this much text ahead of the writer.
 AHEAD_TEXT_BYTES = 3 * reading.BATCH_TEXT_BYTES
+# A journal that failed waits this long before a backfill pass tries it again, twice as long
+# after each failure in a row, up to RETRY_MAX_SECONDS (Failures).
+RETRY_FIRST_SECONDS = 60
+RETRY_MAX_SECONDS = 3600
 
 
 @dataclass
@@ -54,6 +63,7 @@ class IndexReport:
     reindexed: int = 0
     removed: int = 0
     outside: int = 0  # links in the journal folders resolving outside them: skipped, never opened
+    failed: int = 0
     lease_holder: str | None = None
 
     def add(self, other: "IndexReport") -> None:
@@ -63,6 +73,7 @@ class IndexReport:
         self.malformed += other.malformed
         self.reindexed += other.reindexed
         self.removed += other.removed
+        self.failed += other.failed
 
     def as_json(self) -> dict:
         return {
@@ -74,6 +85,7 @@ class IndexReport:
             "reindexed": self.reindexed,
             "removed": self.removed,
             "outside": self.outside,
+            "failed": self.failed,
         }
 
 
@@ -81,26 +93,130 @@ class _Conflict(Exception):
     """Another indexer moved this journal's cursor since we looked: look again."""
 
 
+class JournalFailed(Exception):
+    """Something other than a malformed line went wrong with one journal: it is skipped and recorded."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def index_error(error: BaseException) -> bool:
+    """Whether an error is the index's own (disk full, read-only, locked, corrupt): it stops a pass."""
+    return (isinstance(error, (db.OperationalError, db.sqlite3.InternalError))
+            or type(error) is db.DatabaseError)
+
+
+@contextlib.contextmanager
+def _journal_trouble(path: str) -> Iterator[None]:
+    """Errors writing one journal's rows become JournalFailed, except the index's own and a conflict."""
+    try:
+        yield
+    except (_Conflict, JournalFailed):
+        raise
+    except Exception as e:
+        if index_error(e):
+            raise
+        raise JournalFailed(path, reading.failure_reason(e)) from e
+
+
+def shown_path(path: str) -> str:
+    """A path as text SQLite holds: a file name's bytes that are not UTF-8 written as \\xNN."""
+    try:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+class Failures:
+    """The journals that failed (journal_errors): each recorded with a one-line reason, cleared once
+    it indexes cleanly (or is gone).
+
+    Retry rule: a backfill pass holds a failed journal back until its retry time, RETRY_FIRST_SECONDS
+    after its failure and twice as long after each failure in a row (RETRY_MAX_SECONDS at most), so a
+    journal that always fails costs one parse an hour, not one per `--watch` pass. Naming a journal
+    (`pimem index FILE`, the API's `journal=`, index_journal) tries it at once.
+    """
+
+    def __init__(self, conn: db.Connection) -> None:
+        self.conn = conn
+        self.known = {path: (failures, retry_at) for path, failures, retry_at in
+                      conn.execute("SELECT path, failures, retry_at FROM journal_errors")}
+
+    def held_back(self, paths: list[Path]) -> set[Path]:
+        """The journals among `paths` still waiting for their retry time."""
+        if not self.known:
+            return set()
+        now = time.time()
+        return {p for p in paths if self.known.get(shown_path(str(p)), (0, 0.0))[1] > now}
+
+    def record(self, path: str, reason: str) -> None:
+        key = shown_path(path)
+        failures = self.known.get(key, (0, 0.0))[0] + 1
+        retry_at = time.time() + min(RETRY_MAX_SECONDS, RETRY_FIRST_SECONDS * 2 ** min(failures - 1, 20))
+        with db.write(self.conn):
+            self.conn.execute(
+                "INSERT INTO journal_errors (path, reason, at, failures, retry_at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(path) DO UPDATE SET reason = excluded.reason, at = excluded.at, "
+                "failures = excluded.failures, retry_at = excluded.retry_at",
+                (key, reason, _now(), failures, retry_at))
+        self.known[key] = (failures, retry_at)
+
+    def clear(self, path: str) -> None:
+        """The journal indexed cleanly (or has nothing left to index): it no longer counts as failed."""
+        if self.known and (key := shown_path(path)) in self.known:
+            self._delete([key])
+
+    def keep_only(self, paths: list[Path]) -> None:
+        """Forget the failures of journals no longer found."""
+        if self.known:
+            present = {shown_path(str(p)) for p in paths}
+            self._delete([key for key in self.known if key not in present])
+
+    def _delete(self, keys: list[str]) -> None:
+        if keys:
+            with db.write(self.conn):
+                self.conn.executemany("DELETE FROM journal_errors WHERE path = ?", [(k,) for k in keys])
+            for key in keys:
+                del self.known[key]
+
+
+def failed_journals(conn: db.Connection) -> list[dict]:
+    """The journals that could not be indexed, most recent failure first: path, reason and when."""
+    return [{"path": path, "reason": reason, "at": at} for path, reason, at in conn.execute(
+        "SELECT path, reason, at FROM journal_errors ORDER BY at DESC, path")]
+
+
 def index_journal(conn: db.Connection, path: str | Path, *,
                   forgotten: forget.Forgotten | None = None) -> IndexReport:
     """Bring one journal's rows up to date with its complete lines.
 
     Entries in `forgotten` (by default, the decisions file in the agent folder) are skipped.
+    A journal that fails is recorded (Failures), not raised; only the index's own errors are.
     """
     started = time.perf_counter()
     path = os.path.abspath(os.fspath(path))
     if forgotten is None:
         forgotten = forget.load()
     report = IndexReport()
-    for _attempt in range(20):
-        try:
-            work = reading.prepare(_file_row(conn, path), path, forgotten, forget.journal_row(conn, path))
-            if work is not None:
-                with work:
-                    _apply(conn, work, parsing.in_thread(work.batches(), AHEAD_TEXT_BYTES), report)
-            break
-        except _Conflict:
-            continue
+    failures = Failures(conn)
+    try:
+        for _attempt in range(20):
+            try:
+                work = reading.prepare(_file_row(conn, path), path, forgotten, forget.journal_row(conn, path))
+                if work is not None:
+                    with work:
+                        _apply(conn, work, parsing.in_thread(work.batches(), AHEAD_TEXT_BYTES), report)
+                break
+            except _Conflict:
+                continue
+        failures.clear(path)
+    except Exception as e:
+        if index_error(e):
+            raise
+        failures.record(path, e.reason if isinstance(e, JournalFailed) else reading.failure_reason(e))
+        report.failed += 1
     report.seconds = time.perf_counter() - started
     return report
 
@@ -133,7 +249,8 @@ def _apply(conn: db.Connection, work: reading.Work, batches: Iterable["reading.B
     """
     row = work.row
     if work.missing:
-        report.removed += forget_journal(conn, work.path)
+        with _journal_trouble(work.path):
+            report.removed += forget_journal(conn, work.path)
         return
     if work.forget_as is not None:
         with db.write(conn):
@@ -144,7 +261,10 @@ def _apply(conn: db.Connection, work: reading.Work, batches: Iterable["reading.B
     touched = False
     with _Transactions(conn, commit_bytes) as transactions:
         for batch in batches:
-            file_id = _write_batch(conn, work.path, work.st, batch, expected, reset)
+            if batch.failure is not None:
+                raise JournalFailed(work.path, batch.failure)
+            with _journal_trouble(work.path):
+                file_id = _write_batch(conn, work.path, work.st, batch, expected, reset)
             transactions.wrote(batch.text_bytes)
             touched = True
             if reset:
@@ -155,11 +275,14 @@ def _apply(conn: db.Connection, work: reading.Work, batches: Iterable["reading.B
             report.malformed += batch.malformed
             expected = (file_id, batch.end)
     if reset:
-        _write_batch(conn, work.path, work.st, reading.Batch(start=0, end=0, lines=0, complete=True), expected, True)
+        with _journal_trouble(work.path):
+            _write_batch(conn, work.path, work.st, reading.Batch(start=0, end=0, lines=0, complete=True),
+                         expected, True)
         report.reindexed += 1
         touched = True
     elif row is not None and not touched and (work.st.st_size != row[3] or work.st.st_mtime != row[4]):
-        _touch(conn, row[0], work.st, expected[1])
+        with _journal_trouble(work.path):
+            _touch(conn, row[0], work.st, expected[1])
     if touched:
         report.files += 1
 
@@ -496,6 +619,11 @@ def index_all(
         report.removed += remove_missing(conn)
         report.removed += remove_outside(conn, locations, paths)
         total = len(paths)
+        failures = Failures(conn)
+        failures.keep_only(paths)
+        held = failures.held_back(paths)  # counted as done: nothing to do for them until their retry time
+        if held:
+            paths = [p for p in paths if p not in held]
         rows = _file_rows(conn)
         gone = forget.journal_rows(conn)
         bulk = _pending_bytes(rows, paths, gone) >= COMPACT_AFTER_BYTES
@@ -506,7 +634,8 @@ def index_all(
             with db.write(conn):  # a cold build: the indexes are sorted once its rows are in (below)
                 store.drop_entry_indexes(conn)
         last_write = time.monotonic()
-        for done, path in enumerate(_pipelined(conn, paths, rows, forgotten, gone, report, bulk=bulk), 1):
+        for done, path in enumerate(_pipelined(conn, paths, rows, forgotten, gone, report, failures, bulk=bulk),
+                                    len(held) + 1):
             if progress:
                 progress(done, total, path)
             if time.monotonic() - last_write >= PROGRESS_SECONDS and report.files:
@@ -552,7 +681,7 @@ def _pending_bytes(rows: dict[str, tuple], paths: list[Path], gone: dict[str, tu
             if row is None and forget.unchanged(gone, str(path), st):
                 continue
             pending += max(0, st.st_size - (row[1] if row else 0))
-        except OSError:
+        except (OSError, TypeError):  # TypeError: a row edited by hand; the journal fails on its own
             continue
     return pending
 
@@ -573,7 +702,8 @@ def _merge_settings(conn: db.Connection, bulk: bool) -> None:
 
 
 def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgotten,
-               gone: dict[str, tuple], report: IndexReport, bulk: bool = False) -> Iterator[Path]:
+               gone: dict[str, tuple], report: IndexReport, failures: Failures,
+               bulk: bool = False) -> Iterator[Path]:
     """Index journals in order, parsing the next ones while this one is written.
 
     Parsing runs in a thread, or for a bulk pass in other processes, so that this process
@@ -586,31 +716,28 @@ def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], f
         items = parsing.in_thread(reading.produce(paths, rows, forgotten, gone), AHEAD_TEXT_BYTES)
     try:
         with parsing.collecting_rarely() if bulk else contextlib.nullcontext():
-            yield from _write_all(conn, items, forgotten, report)
+            yield from _write_all(conn, items, forgotten, report, failures)
     finally:
         items.close()  # stops the thread or the processes at once, however this pass ends
 
 
 def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: forget.Forgotten,
-               report: IndexReport) -> Iterator[Path]:
-    """The writing side of `_pipelined`: small journals grouped, large ones batch by batch."""
+               report: IndexReport, failures: Failures) -> Iterator[Path]:
+    """The writing side of `_pipelined`: small journals grouped, large ones batch by batch.
+
+    A journal that fails is recorded and skipped; a group it was in is written again without it.
+    """
     group: list[tuple[Path, reading.Work | None, list[reading.Batch]]] = []
     group_bytes = 0
 
     def flush() -> Iterator[Path]:
         """Write the small journals gathered so far in one transaction (fewer FTS5 flushes)."""
         nonlocal group, group_bytes
-        part = IndexReport()
-        try:
-            with db.write(conn):
-                for _path, work, batches in group:
-                    if work is not None:
-                        _apply(conn, work, batches, part)
-            report.add(part)
-        except _Conflict:
-            for path, work, _batches in group:
-                if work is not None:
-                    report.add(index_journal(conn, path, forgotten=forgotten))
+        _write_group(conn, [(work, batches) for _p, work, batches in group if work is not None],
+                     forgotten, report, failures)
+        for path, work, _batches in group:
+            if work is None:  # nothing left to index
+                failures.clear(os.path.abspath(path))
         done = [path for path, _w, _b in group]
         group, group_bytes = [], 0
         yield from done
@@ -628,15 +755,51 @@ def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: forget.Fo
             continue
         yield from flush()
         part = IndexReport()
+        rest = _until_end(items)
         try:
-            _apply(conn, work, itertools.chain(batches, _until_end(items)), part, GROUP_TEXT_BYTES)
+            _apply(conn, work, itertools.chain(batches, rest), part, GROUP_TEXT_BYTES)
             report.add(part)
+            failures.clear(work.path)
         except _Conflict:
-            for _ in _until_end(items):
+            for _ in rest:
                 pass
             report.add(index_journal(conn, path, forgotten=forgotten))
+        except JournalFailed as e:
+            for _ in rest:
+                pass
+            _failed(failures, e, report)
         yield path
     yield from flush()
+
+
+def _write_group(conn: db.Connection, group: list[tuple[reading.Work, list[reading.Batch]]],
+                 forgotten: forget.Forgotten, report: IndexReport, failures: Failures) -> None:
+    """Write small journals in one transaction. One that fails is recorded and the others are
+    written again without it, as parsed; after a conflict each is done again on its own."""
+    while group:
+        part = IndexReport()
+        try:
+            with db.write(conn):
+                for work, batches in group:
+                    _apply(conn, work, batches, part)
+        except _Conflict:
+            for work, _batches in group:
+                report.add(index_journal(conn, work.path, forgotten=forgotten))
+            return
+        except JournalFailed as e:  # the transaction was rolled back
+            _failed(failures, e, report)
+            group = [(work, batches) for work, batches in group if work.path != e.path]
+            continue
+        report.add(part)
+        for work, _batches in group:
+            failures.clear(work.path)
+        return
+
+
+def _failed(failures: Failures, error: JournalFailed, report: IndexReport) -> None:
+    """Record a journal that failed (what it wrote before its failure is kept)."""
+    failures.record(error.path, error.reason)
+    report.failed += 1
 
 
 def _first_batches(items: Iterator[tuple], n: int) -> Iterator["reading.Batch"]:

@@ -2,6 +2,9 @@
 
 A journal is JSONL. The first line is a header; every other line is an entry of some type.
 Only conversation lines become index entries; settings, labels and extension state do not.
+A line that cannot be read as an entry (not a JSON object within the parsers' limits, or a
+field we read holding the wrong type or a number no 64-bit column holds) is Malformed:
+counted and skipped, never fatal, whatever else the journal holds.
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ ROLE_KINDS = {
 }
 
 _CANONICAL_TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+# What a 64-bit SQLite column holds: a larger integer where we store one makes the line malformed.
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+# orjson reads integers from -2**63 to 2**64 - 1 and larger ones as floats; the fallback does the same.
+_UINT64_END = 1 << 64
 
 
 @dataclass(slots=True)
@@ -66,7 +73,7 @@ class Entry:
 
 
 class Malformed(Exception):
-    """A line that is not a JSON object: skipped and counted, never fatal."""
+    """A line that cannot be read as an entry: skipped and counted, never fatal."""
 
 
 def fingerprint(data: bytes) -> int:
@@ -88,13 +95,36 @@ def loads(line: bytes) -> dict:
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError:
-        try:
-            obj = _clean(json.loads(line.decode("utf-8", "replace")))
-        except ValueError as e:
-            raise Malformed(str(e)) from None
-    if not isinstance(obj, dict):
+        obj = _loads_leniently(line)
+    if type(obj) is not dict:
         raise Malformed("not a JSON object")
     return obj
+
+
+def _loads_leniently(line: bytes):
+    """The standard library's reading of a line orjson refused, for its strings' sake only: what
+    orjson refuses besides (nesting deeper than it reads, NaN, 1e400) stays malformed."""
+    try:
+        return _clean(json.loads(line.decode("utf-8", "replace"), parse_constant=_no_constant,
+                                 parse_float=_finite_float, parse_int=_int_as_orjson_reads_it))
+    except (ValueError, RecursionError) as e:
+        raise Malformed(str(e)) from None
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value - value != 0.0:  # inf or nan
+        raise ValueError(f"number out of range: {text[:20]}")
+    return value
+
+
+def _int_as_orjson_reads_it(text: str):
+    value = int(text)
+    return value if INT64_MIN <= value < _UINT64_END else _finite_float(text)
 
 
 def _clean(value):
@@ -119,26 +149,27 @@ def interpret(obj: dict, lineno: int) -> Header | SessionName | Entry | None:
     if kind == "message":
         return _message_entry(obj, lineno)
     if kind == "compaction":
-        tokens = obj.get("tokensBefore")
         return _entry(obj, lineno, "compaction", _str(obj.get("summary")),
-                      tokens_before=tokens if isinstance(tokens, int) else None)
+                      tokens_before=_int64(obj.get("tokensBefore")))
     if kind == "branch_summary":
         return _entry(obj, lineno, "branch_summary", _str(obj.get("summary")))
     if kind == "custom_message":
         return _entry(obj, lineno, "custom", content_text(obj.get("content")),
                       role="custom", tool=_str_or_none(obj.get("customType")))
     if kind == "session":
-        version = obj.get("version")
+        version = _int64(obj.get("version"))
         cwd = _str_or_none(obj.get("cwd"))
         return Header(
             session_id=_str_or_none(obj.get("id")),
             cwd=os.path.normpath(cwd) if cwd and cwd.startswith("/") else cwd,
-            timestamp=normalize_timestamp(obj.get("timestamp")),
+            timestamp=_timestamp_field(obj.get("timestamp")),
             parent_session=_str_or_none(obj.get("parentSession") or obj.get("branchedFrom")),
-            version=version if isinstance(version, int) else 1,
+            version=1 if version is None else version,
         )
     if kind == "session_info":
         return SessionName(name=_str_or_none(obj.get("name")))
+    if type(kind) is not str:
+        raise Malformed("the line's type is not a string")
     return None
 
 
@@ -160,10 +191,12 @@ def _entry(obj: dict, lineno: int, kind: str, text: str, *, role: str | None = N
 
 def _message_entry(obj: dict, lineno: int) -> Entry | None:
     message = obj.get("message")
-    if not isinstance(message, dict):
-        return None
+    if type(message) is not dict:
+        raise Malformed("a message line's message is not an object")
     role = message.get("role")
-    kind = ROLE_KINDS.get(role) if isinstance(role, str) else None
+    if type(role) is not str:
+        raise Malformed("a message's role is not a string")
+    kind = ROLE_KINDS.get(role)
     if kind is None:
         return None
     tool = None
@@ -192,21 +225,24 @@ def content_text(content) -> str:
 
 def blocks_text(content) -> tuple[str, list[str]]:
     """Text, plain thinking and tool calls (name and arguments) of a message's content, and the
-    names of the tools it calls; never thinking signatures, redacted reasoning or image data."""
-    if isinstance(content, str):
+    names of the tools it calls; never thinking signatures, redacted reasoning or image data.
+    Block types we do not know are left out; a block that is not an object is malformed."""
+    if type(content) is str:
         return content, []
-    if not isinstance(content, list):
-        return "", []
+    if type(content) is not list:
+        if content is None:
+            return "", []
+        raise Malformed("content is neither text nor a list of blocks")
     parts: list[str] = []
     tools: list[str] = []
     for block in content:
-        if not isinstance(block, dict):
-            continue
+        if type(block) is not dict:
+            raise Malformed("a content block is not an object")
         btype = block.get("type")
         if btype == "text":
             parts.append(_str(block.get("text")))
         elif btype == "thinking":
-            if not block.get("redacted"):
+            if not _flag(block.get("redacted")):
                 parts.append(_str(block.get("thinking")))
         elif btype == "toolCall":
             name = _str(block.get("name"))
@@ -215,6 +251,8 @@ def blocks_text(content) -> tuple[str, list[str]]:
             parts.append(tool_call_text(name, block.get("arguments")))
         elif btype == "image":
             parts.append(IMAGE_MARKER)
+        elif type(btype) is not str:
+            raise Malformed("a content block's type is not a string")
     return "\n".join(p for p in parts if p), tools
 
 
@@ -226,24 +264,46 @@ def tool_call_text(name: str, arguments) -> str:
             if isinstance(value, str):
                 lines.append(f"{key}: {value}")
             else:
-                lines.append(f"{key}: {orjson.dumps(value).decode()}")
+                lines.append(f"{key}: {_json_text(value)}")
     elif arguments is not None:
-        lines.append(orjson.dumps(arguments).decode() if not isinstance(arguments, str) else arguments)
+        lines.append(_json_text(arguments) if not isinstance(arguments, str) else arguments)
     return "\n".join(lines)
+
+
+def _json_text(value) -> str:
+    """Free-form JSON (a tool call's arguments) as compact text. orjson writes 254 levels; deeper
+    ones (a line may hold 1,024) go through the standard library, and the deepest are malformed."""
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:
+        try:
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        except (RecursionError, ValueError) as e:
+            raise Malformed(f"arguments too deep to write as text: {e}") from None
 
 
 def _entry_id(obj: dict, lineno: int) -> str:
     value = obj.get("id")
-    if isinstance(value, str) and value:
+    if type(value) is str and value:
         return value
+    _str_or_none(value)  # any other type is malformed
     return f"L{lineno}"
 
 
 def _timestamp(obj: dict, message: dict | None = None) -> str | None:
-    ts = normalize_timestamp(obj.get("timestamp"))
+    value = obj.get("timestamp")
+    ts = normalize_timestamp(value) if type(value) is str else _timestamp_field(value)
     if ts is None and message is not None:
-        ts = normalize_timestamp(message.get("timestamp"))
+        ts = _timestamp_field(message.get("timestamp"))
     return ts
+
+
+def _timestamp_field(value) -> str | None:
+    """A timestamp as it may be: an ISO string or epoch milliseconds (absent or unreadable: None);
+    any other type makes the line malformed."""
+    if value is None or type(value) is str or type(value) is int or type(value) is float:
+        return normalize_timestamp(value)
+    raise Malformed("a timestamp is neither text nor a number")
 
 
 def normalize_timestamp(value) -> str | None:
@@ -253,11 +313,11 @@ def normalize_timestamp(value) -> str | None:
             return value
         try:
             dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
+            if dt.tzinfo is None:
+                dt = dt.replace(tzinfo=timezone.utc)
+            return iso_utc(dt)
+        except (ValueError, OverflowError):  # not ISO, or out of range once in UTC (year 1, +01:00)
             return None
-        if dt.tzinfo is None:
-            dt = dt.replace(tzinfo=timezone.utc)
-        return iso_utc(dt)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
             return iso_utc(datetime.fromtimestamp(value / 1000, tz=timezone.utc))
@@ -282,9 +342,35 @@ def iso_utc(dt: datetime) -> str:
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
+# The fields we read, by type. Each may be absent (or null); any other type makes the line malformed.
+
 def _str(value) -> str:
-    return value if isinstance(value, str) else ""
+    """A text field: "" when absent."""
+    if type(value) is str:
+        return value
+    if value is None:
+        return ""
+    raise Malformed("a text field is not a string")
 
 
 def _str_or_none(value) -> str | None:
-    return value if isinstance(value, str) and value else None
+    """An id, name or path: None when absent or empty."""
+    if type(value) is str:
+        return value or None
+    if value is None:
+        return None
+    raise Malformed("an id, name or path is not a string")
+
+
+def _int64(value) -> int | None:
+    """An integer we store (tokensBefore, version): one a 64-bit SQLite column holds."""
+    if value is None or (type(value) is int and INT64_MIN <= value <= INT64_MAX):
+        return value
+    raise Malformed("an integer field is not an integer a 64-bit column holds")
+
+
+def _flag(value) -> bool:
+    """A true/false field: false when absent."""
+    if value is None or type(value) is bool:
+        return bool(value)
+    raise Malformed("a true/false field is neither true nor false")

@@ -635,4 +635,5 @@ def status(conn: db.Connection, locations: Locations) -> dict:
         "db_bytes": db_bytes, "schema_version": store.SCHEMA_VERSION,
         "db": str(db_path), "sessions_dirs": [str(d) for d in locations.sessions_dirs],
         "journals_outside": outside,
+        "journals_failed": indexer.failed_journals(conn),
     }

@@ -3,6 +3,8 @@
 The parsing side of indexing, in a thread or in parsing processes (`parsing`): it reads
 journals and the rows the writer handed over, parses, redacts, and never opens the index.
 A batch holds entry rows and redacted texts, ready for the writer to put in one transaction.
+Whatever goes wrong reading one journal (a malformed line is only counted) ends its batches
+with a failure batch saying why, so the writer records that journal and goes on with the others.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ BATCH_ENTRIES = 5000
 # a backfill still writes many of them in one transaction.
 FIRST_BATCH_SHARE = 16
 RAMP_JOURNAL_BYTES = 2 * BATCH_TEXT_BYTES
+# A failure's reason is one line of at most this many characters.
+REASON_CHARS = 200
 # A longer line is counted malformed and skipped, never held in memory whole.
 MAX_LINE_BYTES = 256 * 1024 * 1024
 # A journal modified this recently may have changed again within the clock's granularity.
@@ -56,6 +60,16 @@ class Batch:
     complete: bool = False
     # Parsed in another process: no thread here wants the GIL, so rows go one per step.
     parsed_apart: bool = False
+    # Reading the journal failed here (why, in one line): the writer records it, writes no more of it.
+    failure: str | None = None
+
+
+def failure_reason(error: BaseException) -> str:
+    """An error as one redacted line, its type first, for journal_errors and stderr (a lone
+    surrogate, from a file name that is not UTF-8, written as \\udcNN)."""
+    text = str(error).strip().splitlines()
+    reason = f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+    return redact(reason[:REASON_CHARS].encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 def _line_after(fh, cursor: int, size: int, limit: int = 1024 * 1024) -> bool:
@@ -108,17 +122,21 @@ class Work:
     # The journal of a forgotten session: (session key, head length, head fingerprint) for
     # its forgotten_journals row; nothing of it is read beyond its first line.
     forget_as: tuple[str, int, int] | None = None
+    failure: str | None = None  # deciding its work failed (why): its one batch says so
 
     def detached(self) -> "Work":
         """What the writer needs (no open file, no forget list): a copy that pickles."""
         return dataclasses.replace(self, fh=None, forgotten=None)
 
     def batches(self, ramp: bool = False) -> Iterator["Batch"]:
-        """The journal's batches; with `ramp`, small ones first whatever its size."""
+        """The journal's batches; with `ramp`, small ones first whatever its size. The last is a
+        failure batch if reading failed."""
+        if self.failure is not None:
+            return iter((Batch(start=self.start, end=self.start, lines=0, failure=self.failure),))
         if self.missing or self.forget_as is not None:
             return iter(())
-        return _batches(self.fh, self.start, self.start_line, self.st.st_size, self.session_id,
-                        self.forgotten, ramp)
+        return _failure_last(_batches(self.fh, self.start, self.start_line, self.st.st_size,
+                                      self.session_id, self.forgotten, ramp), self.start)
 
     def __enter__(self) -> "Work":
         return self
@@ -186,6 +204,14 @@ def forgotten_head(fh, forgotten: forget.Forgotten) -> tuple[str, int, int] | No
     if not isinstance(item, journal.Header) or item.session_id not in forgotten.sessions:
         return None
     return store.forgotten_key(item.session_id), len(line), journal.fingerprint(line)
+
+
+def _failure_last(batches: Iterator[Batch], start: int) -> Iterator[Batch]:
+    """The batches, then, if reading them raised, a failure batch saying why instead of the error."""
+    try:
+        yield from batches
+    except Exception as e:
+        yield Batch(start=start, end=start, lines=0, failure=failure_reason(e))
 
 
 def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
@@ -299,12 +325,16 @@ def produce(paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgott
     (`gone`: the forgotten journals, `forget.journal_rows`, keyed by their path's hash).
     Runs in a thread or in parsing processes (`parsing`); everything it yields pickles.
     The first journal with work comes in small batches first, so writing starts early.
+    A journal that fails comes as its work and a failure batch; the others go on.
     """
     first = True
     for path in paths:
         path_str = os.path.abspath(path)
-        work = prepare(rows.get(path_str), path_str, forgotten,
-                       gone.get(store.forgotten_key(path_str)) if gone else None)
+        try:
+            work = prepare(rows.get(path_str), path_str, forgotten,
+                           gone.get(store.forgotten_key(path_str)) if gone else None)
+        except Exception as e:
+            work = Work(path_str, rows.get(path_str), failure=failure_reason(e))
         if work is None:
             yield ("skip", path, None)
             continue

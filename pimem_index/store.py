@@ -91,6 +91,14 @@ CREATE TABLE IF NOT EXISTS forgotten_journals (
     head_fingerprint INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS forgotten_journals_session ON forgotten_journals(session_key);
+-- Journals a pass could not index, each with a one-line reason (indexer.Failures).
+CREATE TABLE IF NOT EXISTS journal_errors (
+    path TEXT PRIMARY KEY,
+    reason TEXT NOT NULL,
+    at TEXT NOT NULL,
+    failures INTEGER NOT NULL DEFAULT 1,
+    retry_at REAL NOT NULL
+);
 """
 
 

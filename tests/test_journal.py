@@ -179,3 +179,166 @@ def test_lone_surrogate_escape_from_a_cut_emoji_is_kept_and_replaced():
 def test_header_cwd_is_normalised_so_scopes_compare_folders():
     item = parse({"type": "session", "version": 3, "id": "s", "cwd": "/home/u/proj/./sub/"}, 1)
     assert item.cwd == "/home/u/proj/sub"
+
+
+# ---- lines that cannot be read as entries (issue 14, item 1) ------------------------------------
+
+def nested(depth: int, leaf="x") -> dict:
+    """{"a": {"a": ... leaf}} with `depth` objects."""
+    value = leaf
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+DEEP = "__DEEP__"
+
+
+def with_depth(line: dict, depth: int) -> bytes:
+    """The line with DEEP replaced by `depth` nested objects, written as Node writes any depth."""
+    deep = '{"a":' * depth + '"x"' + "}" * depth
+    return json.dumps(line, separators=(",", ":")).replace(f'"{DEEP}"', deep).encode()
+
+
+def tool_call_line(arguments) -> dict:
+    return message("assistant", content=[{"type": "text", "text": "calling"},
+                                         {"type": "toolCall", "id": "t1", "name": "read", "arguments": arguments}])
+
+
+DEEP_LINES = {
+    "tool call arguments": (tool_call_line({"path": DEEP}), journal.Entry),
+    "custom line": ({"type": "custom", "id": "d", "customType": "ext", "data": DEEP}, type(None)),
+    "header": ({"type": "session", "version": 3, "id": "s", "cwd": "/p", "extra": DEEP}, journal.Header),
+}
+
+
+@pytest.mark.parametrize("line, kind", DEEP_LINES.values(), ids=DEEP_LINES.keys())
+def test_a_line_nested_deeper_than_the_parsers_read_is_malformed(line, kind):
+    with pytest.raises(journal.Malformed):
+        journal.parse_line(with_depth(line, 1025), 2)
+    assert isinstance(journal.parse_line(with_depth(line, 200), 2), kind)
+
+
+def test_a_deep_line_with_a_lone_surrogate_is_malformed_not_a_recursion_error():
+    line = tool_call_line({"path": DEEP})
+    cut = with_depth(line, 1025).replace(b'"calling"', b'"cut \\ud83d"')
+    with pytest.raises(journal.Malformed):
+        journal.parse_line(cut, 2)
+    kept = journal.parse_line(with_depth(line, 40).replace(b'"calling"', b'"cut \\ud83d"'), 2)
+    assert kept.text.startswith("cut ")
+
+
+def test_tool_call_arguments_deeper_than_orjson_writes_are_still_indexed():
+    item = parse(tool_call_line({"plan": nested(300, "zebrafish")}))
+    assert isinstance(item, journal.Entry)
+    assert "zebrafish" in item.text and item.tool == "read"
+
+
+@pytest.mark.parametrize("line", [
+    {"type": "compaction", "id": "c", "summary": "s", "tokensBefore": 2 ** 63},
+    {"type": "compaction", "id": "c", "summary": "s", "tokensBefore": -(2 ** 63) - 1},
+    {"type": "session", "version": 2 ** 63, "id": "s", "cwd": "/p"},
+    {"type": "session", "version": 2 ** 64, "id": "s", "cwd": "/p"},  # orjson reads it as a float
+], ids=["tokensBefore 2**63", "tokensBefore below -2**63", "version 2**63", "version 2**64"])
+def test_an_integer_no_64_bit_column_holds_makes_the_line_malformed(line):
+    with pytest.raises(journal.Malformed):
+        parse(line)
+    fits = {k: (2 ** 63 - 1 if isinstance(v, int) and abs(v) >= 2 ** 63 else v) for k, v in line.items()}
+    item = parse(fits)
+    assert 2 ** 63 - 1 in (getattr(item, "tokens_before", None), getattr(item, "version", None))
+
+
+@pytest.mark.parametrize("number", [b"1e400", b"-1e400", b"NaN", b"Infinity", b"-Infinity"])
+@pytest.mark.parametrize("lone_surrogate", [False, True], ids=["utf8", "lone surrogate"])
+def test_a_non_finite_number_anywhere_makes_the_line_malformed(number, lone_surrogate):
+    text = b'"cut \\ud83d"' if lone_surrogate else b'"fine"'
+    line = (b'{"type":"message","id":"abcd1234","message":{"role":"user","content":' + text
+            + b',"usage":{"cost":' + number + b'}}}')
+    with pytest.raises(journal.Malformed):
+        journal.parse_line(line, 2)
+    assert journal.parse_line(line.replace(number, b"1e300"), 2).id == "abcd1234"
+
+
+def test_an_integer_beyond_64_bits_in_free_form_data_is_read_as_orjson_reads_it():
+    for text in (b'"fine"', b'"cut \\ud83d"'):  # orjson, and the fallback for lone surrogates
+        line = (b'{"type":"message","id":"abcd1234","message":{"role":"assistant","content":['
+                b'{"type":"text","text":' + text + b'},{"type":"toolCall","name":"n","arguments":{"n":'
+                + str(2 ** 70).encode() + b'}}]}}')
+        item = journal.parse_line(line, 2)
+        assert "n: 1.1805916207174113e+21" in item.text
+
+
+WRONG_TYPES = {
+    "type is a number": {"type": 5, "id": "a"},
+    "message is null": {"type": "message", "id": "a", "message": None},
+    "message is absent": {"type": "message", "id": "a"},
+    "message is a string": {"type": "message", "id": "a", "message": "hello"},
+    "role is a number": message(7, content="x"),
+    "role is absent": {"type": "message", "id": "a", "message": {"content": "x"}},
+    "id is a number": {**message("user", content="x"), "id": 12345678},
+    "parentId is an object": {**message("user", content="x"), "parentId": {"id": "x"}},
+    "timestamp is an object": {**message("user", content="x"), "timestamp": {"ms": 1}},
+    "timestamp is true": {**message("user", content="x"), "timestamp": True},
+    "content is an object": message("user", content={"text": "x"}),
+    "content is a number": message("user", content=3),
+    "a block is a string": message("user", content=["x"]),
+    "a block's text is an object": message("user", content=[{"type": "text", "text": {"t": "x"}}]),
+    "a block's text is a number": message("assistant", content=[{"type": "text", "text": 3}]),
+    "a block's type is a number": message("assistant", content=[{"type": 1, "text": "x"}]),
+    "thinking is a list": message("assistant", content=[{"type": "thinking", "thinking": ["x"]}]),
+    "redacted is a string": message("assistant", content=[{"type": "thinking", "thinking": "x",
+                                                           "redacted": "yes"}]),
+    "a tool name is a number": message("assistant", content=[{"type": "toolCall", "name": 3,
+                                                              "arguments": {}}]),
+    "toolName is a list": message("toolResult", toolName=["read"], content="x"),
+    "command is a number": message("bashExecution", command=1, output="x"),
+    "output is an object": message("bashExecution", command="ls", output={"o": 1}),
+    "customType is a number": message("custom", customType=1, content="x"),
+    "summary is a list": {"type": "compaction", "id": "c", "summary": ["s"], "tokensBefore": 1},
+    "tokensBefore is text": {"type": "compaction", "id": "c", "summary": "s", "tokensBefore": "175004"},
+    "tokensBefore is a float": {"type": "compaction", "id": "c", "summary": "s", "tokensBefore": 1.5},
+    "tokensBefore is true": {"type": "compaction", "id": "c", "summary": "s", "tokensBefore": True},
+    "branch summary is a number": {"type": "branch_summary", "id": "b", "summary": 3},
+    "custom_message content is a number": {"type": "custom_message", "id": "m", "customType": "r",
+                                           "content": 3},
+    "header id is a number": {"type": "session", "version": 3, "id": 1, "cwd": "/p"},
+    "header cwd is a list": {"type": "session", "version": 3, "id": "s", "cwd": ["/p"]},
+    "header version is text": {"type": "session", "version": "3", "id": "s", "cwd": "/p"},
+    "header timestamp is a list": {"type": "session", "version": 3, "id": "s", "timestamp": [1]},
+    "parentSession is an object": {"type": "session", "version": 3, "id": "s", "parentSession": {"p": 1}},
+    "session name is a number": {"type": "session_info", "id": "a", "name": 3},
+}
+
+
+@pytest.mark.parametrize("line", WRONG_TYPES.values(), ids=WRONG_TYPES.keys())
+def test_a_wrong_type_in_any_field_we_read_makes_the_line_malformed(line):
+    with pytest.raises(journal.Malformed):
+        parse(line)
+
+
+def test_optional_fields_may_be_absent_or_null_and_unknown_ones_are_left_alone():
+    line = {"type": "message", "id": "abcd1234", "parentId": None, "timestamp": None,
+            "message": {"role": "assistant", "content": [
+                {"type": "text"}, {"type": "thinking", "thinking": "plan", "redacted": False},
+                {"type": "toolCall", "name": "bash"}, {"type": "audio", "data": 7},
+                {"type": "text", "text": "done"}], "timestamp": 1773614425499.0,
+                "usage": {"input": "n/a"}, "stopReason": 3}}
+    item = parse(line)
+    assert (item.id, item.parent_id, item.timestamp) == ("abcd1234", None, "2026-03-15T22:40:25.499Z")
+    assert item.text == "plan\nbash\ndone" and item.tool == "bash"
+    assert parse({"type": "session"}, 1).version == 1
+    assert parse({"type": "compaction", "id": "c"}).tokens_before is None
+    assert parse({"type": "custom", "id": 5, "data": [1, "x", None]}) is None  # not an entry: ids unread
+
+
+def test_an_iso_timestamp_out_of_range_once_in_utc_is_no_timestamp_not_an_error():
+    item = parse({**message("user", content="x"), "timestamp": "0001-01-01T00:00:00+01:00"})
+    assert item.timestamp is None and item.text == "x"
+    assert parse({**message("user", content="x"), "timestamp": "2026-03-15T23:40:25.500+01:00"}).timestamp == (
+        "2026-03-15T22:40:25.500Z")
+
+
+@pytest.mark.parametrize("raw_line", [b"null", b"3", b"true", b'{"type":"message"', b"\xff\xfe"])
+def test_json_that_is_not_an_object_is_malformed(raw_line):
+    with pytest.raises(journal.Malformed):
+        journal.parse_line(raw_line, 2)
