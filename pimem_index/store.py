@@ -161,7 +161,7 @@ def replaced(path: str | Path, opened: tuple[int, int] | None) -> tuple[int, int
     always has another identity.
     """
     now = file_id(path)
-    if now is not None and now == opened:
+    if now == opened:  # the same file, or none then and none now (nothing to create)
         return None
     if now is None:
         open_index(path).close()

@@ -761,6 +761,20 @@ async def test_an_index_deleted_under_the_server_is_created_again_empty(ds, worl
     assert tables.status_code == 200 and tables.json() == []
 
 
+@pytest.mark.asyncio
+async def test_a_datasette_without_the_index_never_creates_one(locations, tmp_path):
+    other_db = tmp_path / "unrelated.db"
+    sqlite3.connect(other_db).close()
+    datasette = Datasette([str(other_db)], plugin_config={PLUGIN: {"background_index": False}})
+    await datasette.invoke_startup()
+    try:
+        for path in ("/", "/unrelated", "/-/versions.json"):
+            assert (await datasette.client.get(path)).status_code == 200
+        assert not locations.db_path.exists()
+    finally:
+        await datasette.invoke_shutdown()
+
+
 def _count(db_path, sql: str = "SELECT count(*) FROM entries") -> int | None:
     """Rows in the index file now at db_path, or None while there is none (or it is not ready)."""
     if not os.path.exists(db_path):
