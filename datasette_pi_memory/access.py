@@ -60,18 +60,19 @@ async def index_rules(datasette, actor, action) -> PermissionSQL | None:
 
 
 def _deny(datasette, action: str, names: list[str], reason: str) -> PermissionSQL | None:
+    """Deny rules on these databases: at database level and for each child the action names."""
     if not names:
         return None
-    params = {"pi_memory_reason": reason}
-    for i, name in enumerate(names):
-        params[f"pi_memory_db_{i}"] = name
-    listed = ", ".join(f":pi_memory_db_{i}" for i in range(len(names)))
-    sql = " UNION ALL ".join(f"SELECT :pi_memory_db_{i} AS parent, NULL AS child, 0 AS allow, :pi_memory_reason AS reason"
+    # Parameter names carry the action: Datasette merges the parameters of an action and
+    # of the one it also_requires into one dict.
+    key = "pi_memory_" + action.replace("-", "_")
+    params = {f"{key}_reason": reason, **{f"{key}_db{i}": name for i, name in enumerate(names)}}
+    listed = ", ".join(f":{key}_db{i}" for i in range(len(names)))
+    sql = " UNION ALL ".join(f"SELECT :{key}_db{i} AS parent, NULL AS child, 0 AS allow, :{key}_reason AS reason"
                              for i in range(len(names)))
-    resource = datasette.actions[action].resource_class
-    children = _CHILDREN.get(getattr(resource, "name", None))
+    children = _CHILDREN.get(getattr(datasette.actions[action].resource_class, "name", None))
     if children:
-        sql += (f" UNION ALL SELECT parent, child, 0 AS allow, :pi_memory_reason AS reason FROM ({children}) "
+        sql += (f" UNION ALL SELECT parent, child, 0 AS allow, :{key}_reason AS reason FROM ({children}) "
                 f"WHERE parent IN ({listed})")
     return PermissionSQL(sql=sql, params=params)
 

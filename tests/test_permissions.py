@@ -322,3 +322,26 @@ async def test_no_write_reaches_the_index_through_datasette_s_write_connection(p
         await plain.get_database("history").execute_write("DELETE FROM entries")
     assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == before
     await plain.get_database("other").execute_write("INSERT INTO birds VALUES ('finch')")
+
+
+@pytest.mark.asyncio
+async def test_a_table_level_allow_in_the_configuration_does_not_open_the_index(locations, world, conn):
+    config = {"databases": {"history": {"tables": {
+        "files": {"allow": True},
+        "entries": {"permissions": {"delete-row": {"id": "*"}, "view-table": {"id": "*"}}},
+    }}}}
+    ds = Datasette([str(locations.db_path)], config=config)
+    ds.root_enabled = True
+    await ds.invoke_startup()
+    try:
+        anon = await ds.client.get("/history/files.json")
+        assert anon.status_code == 403 and ".jsonl" not in anon.text
+        alice = await ds.client.get("/history/entries.json", actor=ALICE)
+        assert alice.status_code == 403 and world["ids"]["user"] not in alice.text
+        delete = await ds.client.post("/history/entries/1/-/delete", json={}, actor=ROOT)
+        assert delete.status_code == 403
+        assert conn.execute("SELECT count(*) FROM entries WHERE rowid = 1").fetchone()[0] == 1
+        root = await ds.client.get("/history/files.json", actor=ROOT)
+        assert root.status_code == 200 and ".jsonl" in root.text
+    finally:
+        await ds.invoke_shutdown()
