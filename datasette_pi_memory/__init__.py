@@ -1,7 +1,8 @@
 """datasette-pi-memory: Pi session journals through Datasette.
 
-Hooks only: the pi-memory-read action, who holds it, routes, the render hook on the
-index's entries table, a menu link, and the background indexer. What is shown comes
+Hooks only: the pi-memory-read action, who holds it, the index database private and
+read-only, routes, the render hook on the index's entries table, a menu link, the background
+indexer, and reopening an index deleted under the server. What is shown comes
 from pimem_index; this package adds HTTP, templates and permissions.
 """
 
@@ -12,7 +13,7 @@ from datasette.permissions import Action, PermissionSQL
 
 from pimem_index import query
 
-from . import background, render, views
+from . import access, background, render, views
 from .state import ACTION, ACTION_ABBR, AGENT_ID, forget, settings_for, state
 
 
@@ -29,12 +30,34 @@ def register_actions(datasette):
 
 @hookimpl
 def permission_resources_sql(datasette, actor, action):
-    """The agent's actor (from `pimem token`) may read; root gets it from --root; others by config."""
+    """The agent's actor (from `pimem token`) may read; root gets it from --root; others by config.
+    The index database: private to pi-memory-read, read-only for everyone (access.py)."""
     if action != ACTION:
-        return None
+        return access.index_rules(datasette, actor, action)
     if actor and actor.get("id") == AGENT_ID:
         return PermissionSQL.allow(reason="the Pi agent's token (pimem token)")
     return None
+
+
+@hookimpl
+def write_wrapper(datasette, database, request, transaction):
+    """Second guard: no write reaches the index through Datasette, whatever the permissions say."""
+    return access.refuse_writes(datasette, database)
+
+
+@hookimpl
+def asgi_wrapper(datasette):
+    """Before each request, one stat: an index deleted or replaced under the server is reopened."""
+
+    def wrap(app):
+        async def follow_index(scope, receive, send):
+            if scope.get("type") == "http":
+                state(datasette).follow_index(datasette)
+            await app(scope, receive, send)
+
+        return follow_index
+
+    return wrap
 
 
 @hookimpl(trylast=True)
@@ -53,7 +76,7 @@ def register_routes(datasette):
 @hookimpl
 def menu_links(datasette, actor, request):
     async def inner():
-        if actor and await datasette.allowed(action=ACTION, actor=actor):
+        if actor and not state(datasette).page_refusal(actor) and await datasette.allowed(action=ACTION, actor=actor):
             return [{"href": datasette.urls.path("/-/pi-memory"), "label": "Pi memory"}]
         return []
 

@@ -16,6 +16,11 @@ from pimem_index.locations import Locations
 ACTIONS = ("search", "read", "summaries", "status")
 
 
+def route_list() -> str:
+    """The API's routes, for messages that point callers at them."""
+    return ", ".join(f"/-/pi-memory/api/{action}" for action in ACTIONS)
+
+
 @dataclass
 class Params:
     """The contract's query parameters, as given (validated by pimem_index)."""

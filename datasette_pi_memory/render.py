@@ -49,7 +49,7 @@ def entry_cell(row, column, table, pks, database, datasette, request):
         return None
 
     async def inner():
-        if not await datasette.allowed(action=ACTION, actor=request.actor):
+        if pm.page_refusal(request.actor) or not await datasette.allowed(action=ACTION, actor=request.actor):
             return None
         data = await pm.run(browse.entry_text, pm.locations, rowid, PREVIEW_CHARS)
         if data is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import os
 import threading
 import weakref
@@ -27,6 +28,7 @@ AGENT_ID = "pi-agent"
 DEFAULT_DATABASE = "history"
 WORKER_THREADS = 4
 
+logger = logging.getLogger("datasette_pi_memory")
 _states: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
@@ -103,6 +105,8 @@ class PiMemory:
         self._connections: list = []
         self._conn_lock = threading.Lock()
         self.indexer = None  # the background indexer supervisor, when running
+        self._opened = store.file_id(self.locations.db_path)  # the index file the connections are on
+        self._generation = 0  # bumped when that file was deleted or replaced: reopen
 
     @property
     def locations(self) -> Locations:
@@ -111,12 +115,47 @@ class PiMemory:
     def connection(self) -> db.Connection:
         """This thread's connection to the index (created, with its schema, on first use)."""
         conn = getattr(self._local, "conn", None)
+        if conn is not None and self._local.generation != self._generation:
+            self._drop(conn)  # opened on a deleted or replaced index file
+            conn = None
         if conn is None:
             conn = store.open_index(self.locations.db_path)
             self._local.conn = conn
+            self._local.generation = self._generation
             with self._conn_lock:
                 self._connections.append(conn)
         return conn
+
+    def _drop(self, conn) -> None:
+        with self._conn_lock:
+            self._connections.remove(conn)
+        conn.close()
+
+    def follow_index(self, datasette) -> None:
+        """Reopen on an index file deleted or replaced under the server (one stat when it was not):
+        this plugin's connections (each thread on its next use) and Datasette's own Database."""
+        try:
+            now = store.replaced(self.locations.db_path, self._opened)
+        except (OSError, db.DatabaseError) as e:
+            logger.warning("pi-memory: cannot create the index %s again: %s", self.locations.db_path, e)
+            return
+        if now is None:
+            return
+        self._opened = now
+        self._generation += 1
+        self._reopen_served(datasette)
+
+    def _reopen_served(self, datasette) -> None:
+        """Datasette's Database for the index, replaced by a fresh one on the file there now."""
+        from datasette.database import Database
+
+        name = self.settings.database
+        old = datasette.databases.get(name)
+        if old is None or not old.path or _real(Path(old.path)) != _real(self.locations.db_path):
+            return
+        fresh = Database(datasette, path=old.path, is_mutable=old.is_mutable, mode=old.mode)
+        datasette.remove_database(name)
+        datasette.add_database(fresh, name=name, route=old.route)
 
     async def run(self, fn, *args, **kwargs):
         """Run fn(conn, *args, **kwargs) on a worker thread with that thread's connection."""
@@ -135,6 +174,22 @@ class PiMemory:
         if actor_id == AGENT_ID:
             return self.settings.agent_max_scope
         return self.settings.max_scope
+
+    def page_refusal(self, actor: dict | None) -> str | None:
+        """Why this actor may not see the pages (or journal text in Datasette's tables), None if it may.
+
+        Pages are for people: the agent reads through the API, and an actor capped to the
+        session scope has no current session on a page (the API's journal= names it).
+        """
+        from .api import route_list
+
+        api = route_list()
+        if (actor or {}).get("id") == AGENT_ID:
+            return f"The Pi agent's token reads through the API ({api}), not the pages"
+        if self.max_scope_for(actor) == "session":
+            return ("These pages need at least the project scope; this actor may read only its current "
+                    f"session, through the API with journal= ({api})")
+        return None
 
     def close(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)

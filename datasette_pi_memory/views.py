@@ -41,13 +41,26 @@ async def api_view(datasette, request):
     except db.DatabaseError as e:
         logger.exception("pi-memory index error")
         return Response.json({"error": f"the index could not be used: {e} (try: pimem rebuild)"}, status=500)
+    except Exception:
+        logger.exception("pi-memory API error on %s", request.path)
+        return Response.json({"error": "internal error in the pi-memory API; the server log has the details"},
+                             status=500)
     return Response.json(data, headers={"cache-control": "no-store"})
+
+
+async def api_not_found(datasette, request):
+    """Any other /-/pi-memory/api path: a JSON 404 naming the routes there are."""
+    return Response.json({"error": f"no API route {request.path}; the routes are {api.route_list()} "
+                                   "(e.g. /-/pi-memory/api/search?q=deploy)"}, status=404)
 
 
 async def ensure_pages_allowed(datasette, request) -> None:
     if not await allowed(datasette, request):
         raise Forbidden(f"Reading Pi journals needs the {ACTION} permission: log in as root "
                         "with the link pimem serve printed")
+    refusal = state(datasette).page_refusal(request.actor)
+    if refusal:
+        raise Forbidden(refusal)
 
 
 # ---- pages -----------------------------------------------------------------------------------
@@ -221,7 +234,8 @@ async def session_page(datasette, request):
 
 
 ROUTES = [
-    (r"^/-/pi-memory/api/(?P<action>search|read|summaries|status)$", api_view),
+    (rf"^/-/pi-memory/api/(?P<action>{'|'.join(api.ACTIONS)})$", api_view),
+    (r"^/-/pi-memory/api(/.*)?$", api_not_found),
     (r"^/-/pi-memory/?$", index_page),
     (r"^/-/pi-memory/search$", search_page),
     (r"^/-/pi-memory/summaries$", summaries_page),

@@ -29,6 +29,8 @@ def checked_journal(locations: Locations, path: str | None) -> str | None:
     if path is None or path == "":
         return None
     example = "(e.g. journal=/home/u/.pi/agent/sessions/--home-u-app--/2026-03-15T22-40-18-123Z_0b6e.jsonl)"
+    if "\0" in path:
+        raise UserError(f"journal must be a path without NUL characters {example}")
     if not os.path.isabs(path):
         raise UserError(f"journal must be an absolute path {example}")
     if not path.endswith(".jsonl"):
@@ -39,9 +41,10 @@ def checked_journal(locations: Locations, path: str | None) -> str | None:
                         f"({', '.join(str(d) for d in locations.sessions_dirs)}) {example}")
     try:
         real = candidate.resolve()
-    except OSError:
-        real = candidate
-    if not real.name.endswith(".jsonl") or not real.is_file():
+        usable = real.name.endswith(".jsonl") and real.is_file()
+    except (OSError, ValueError) as e:  # e.g. a name too long for the file system
+        raise UserError(f"journal {path} cannot be used ({getattr(e, 'strerror', None) or e}) {example}") from None
+    if not usable:
         raise UserError(f"journal {path} is not a journal file {example}")
     return os.path.abspath(path)
 

@@ -141,15 +141,21 @@ def index_cmd(locations: Locations, journals, as_json, watch, interval):
 
 
 def _watch(conn, locations: Locations, journals, interval: float) -> None:
-    """Incremental passes forever; exits quietly on Ctrl-C or SIGTERM."""
+    """Incremental passes forever (into a new index file when the old one is deleted or replaced);
+    exits quietly on Ctrl-C or SIGTERM."""
     import signal
     import time
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     owner = indexer.default_owner()
+    opened = store.file_id(locations.db_path)
     last_error = None
     try:
         while True:
+            now = store.replaced(locations.db_path, opened)
+            if now is not None:  # the index was deleted or replaced: write the one there now
+                conn.close()
+                conn, opened = store.open_index(locations.db_path), now
             error = _watch_pass(conn, locations, journals, owner)
             if error is not None and error != last_error:
                 click.echo(f"pimem index --watch: a pass stopped ({error}); trying again every {interval:g}s",

@@ -168,6 +168,32 @@ def open_index(path: str | Path) -> db.Connection:
     return conn
 
 
+def file_id(path: str | Path) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of the file at path, or None when there is none: which file a connection opened."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def replaced(path: str | Path, opened: tuple[int, int] | None) -> tuple[int, int] | None:
+    """None while the index at path is still the file `opened` names (one stat); else the file there
+    now, created first (as open_index does) when the index was deleted. Connections opened on the
+    old file must then be reopened: they still read the deleted or replaced one.
+
+    While a connection holds the old file open its inode cannot be reused, so a new file
+    always has another identity.
+    """
+    now = file_id(path)
+    if now == opened:  # the same file, or none then and none now (nothing to create)
+        return None
+    if now is None:
+        open_index(path).close()
+        now = file_id(path)
+    return now
+
+
 def release_free_pages(conn: db.Connection) -> None:
     """Shrink the file by the pages merges and deletes freed (auto_vacuum = INCREMENTAL)."""
     conn.execute("PRAGMA incremental_vacuum").fetchall()

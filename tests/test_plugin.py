@@ -395,11 +395,13 @@ async def test_entries_table_shows_redacted_text_to_root_only(ds, world):
     assert root.status_code == 200
     assert HERON in root.text and 'class="pi-memory-cell"' in root.text
     assert "&lt;script&gt;alert" in root.text and "<script>alert" not in root.text
+    # Issue 14 item 4: the index's tables are private to pi-memory-read even on a plain Datasette
+    # (this test used to pin anonymous 200 without the text).
     anon = await ds.client.get("/history/entries")
-    assert anon.status_code == 200  # this plain Datasette lets anonymous view tables...
-    assert HERON not in anon.text and "pi-memory-cell" not in anon.text  # ...but never the text
+    assert anon.status_code == 403
+    assert HERON not in anon.text and "pi-memory-cell" not in anon.text
     alice = await ds.client.get("/history/entries", actor={"id": "alice"})
-    assert HERON not in alice.text
+    assert alice.status_code == 403 and HERON not in alice.text
 
 
 @pytest.mark.asyncio
@@ -704,3 +706,159 @@ async def test_table_search_box_finds_entries_by_their_terms(served_like_pimem_s
     assert joined.status_code == 200, joined.text
     joined_ids = {row["id"] for row in joined.json()["rows"]}
     assert world["ids"]["compaction"] in joined_ids and world["other"] not in joined_ids
+
+
+# ---- an index deleted or replaced under the server (issue 14 item 9) ----------------------------
+
+
+async def _ids(ds, world, q: str) -> list[str]:
+    res = await ds.client.get(api_path("search", world, q=q, scope="global"), actor=ROOT)
+    assert res.status_code == 200, res.text
+    return [h["id"] for h in res.json()["results"]]
+
+
+@pytest.mark.asyncio
+async def test_an_index_rebuilt_under_the_server_is_reopened_and_a_forget_on_it_holds(ds, world, locations):
+    from pimem_index import store
+    from pimem_index.forget import forget_entry
+
+    other = world["other"]
+    assert await _ids(ds, world, "kestrel") == [other]
+    table = await ds.client.get(f"/history/entries.json?_shape=array&id={other}", actor=ROOT)
+    assert [r["id"] for r in table.json()] == [other]
+    store.delete_index_files(locations.db_path)
+    fresh = store.open_index(locations.db_path)
+    try:
+        index_all(fresh, locations)
+        forget_entry(fresh, locations, other)
+        entries = fresh.execute("SELECT count(*) FROM entries").fetchone()[0]
+    finally:
+        fresh.close()
+    assert await _ids(ds, world, "kestrel") == []
+    read = await ds.client.get(api_path("read", world, id=other, scope="global"), actor=ROOT)
+    assert read.json()["status"] == "not_found" and "kestrel" not in read.text
+    table = await ds.client.get(f"/history/entries.json?_shape=array&id={other}", actor=ROOT)
+    assert table.status_code == 200 and table.json() == []
+    assert await _ids(ds, world, "heron")  # the new index answers
+    status = (await ds.client.get("/-/pi-memory/api/status", actor=ROOT)).json()
+    assert status["entries"] == entries
+    on_disk = sum(os.path.getsize(p) for p in (locations.db_path, f"{locations.db_path}-wal") if os.path.exists(p))
+    assert status["db_bytes"] == on_disk > 0
+
+
+@pytest.mark.asyncio
+async def test_an_index_deleted_under_the_server_is_created_again_empty(ds, world, locations):
+    from pimem_index import store
+
+    assert await _ids(ds, world, "kestrel") == [world["other"]]
+    store.delete_index_files(locations.db_path)
+    status = await ds.client.get("/-/pi-memory/api/status", actor=ROOT)
+    assert status.status_code == 200
+    assert status.json()["entries"] == 0 and status.json()["db_bytes"] > 0
+    assert locations.db_path.exists()
+    assert await _ids(ds, world, "kestrel") == []
+    tables = await ds.client.get("/history/entries.json?_shape=array", actor=ROOT)
+    assert tables.status_code == 200 and tables.json() == []
+
+
+@pytest.mark.asyncio
+async def test_a_datasette_without_the_index_never_creates_one(locations, tmp_path):
+    other_db = tmp_path / "unrelated.db"
+    sqlite3.connect(other_db).close()
+    datasette = Datasette([str(other_db)], plugin_config={PLUGIN: {"background_index": False}})
+    await datasette.invoke_startup()
+    try:
+        for path in ("/", "/unrelated", "/-/versions.json"):
+            assert (await datasette.client.get(path)).status_code == 200
+        assert not locations.db_path.exists()
+    finally:
+        await datasette.invoke_shutdown()
+
+
+def _count(db_path, sql: str = "SELECT count(*) FROM entries") -> int | None:
+    """Rows in the index file now at db_path, or None while there is none (or it is not ready)."""
+    if not os.path.exists(db_path):
+        return None
+    try:
+        c = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+        try:
+            return c.execute(sql).fetchone()[0]
+        finally:
+            c.close()
+    except sqlite3.Error:
+        return None
+
+
+def _wait_for(condition, seconds: float = 30):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+def test_the_watching_indexer_moves_to_a_new_index_file(locations, world, conn):
+    import subprocess
+    import sys
+
+    from pimem_index import store
+
+    expected = conn.execute("SELECT count(*) FROM entries").fetchone()[0]
+    conn.close()
+    child = subprocess.Popen([sys.executable, "-m", "pimem_index", "index", "--watch", "--interval", "0.05",
+                              "--db", str(locations.db_path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        running = world["a"].user("written while the child runs: the skua")
+        _wait_for(lambda: _count(locations.db_path, f"SELECT count(*) FROM entries WHERE id = '{running}'") == 1)
+        store.delete_index_files(locations.db_path)
+        fresh = world["a"].user("written after the index was deleted: the gannet")
+        _wait_for(lambda: _count(locations.db_path, f"SELECT count(*) FROM entries WHERE id = '{fresh}'") == 1)
+        assert _count(locations.db_path) == expected + 2  # every journal again, in the new file
+        assert child.poll() is None
+    finally:
+        child.terminate()
+        _, err = child.communicate(timeout=30)
+    assert b"Traceback" not in err
+
+
+# ---- every API error is JSON (issue 14 item 7) ---------------------------------------------------
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("journal", ["{folder}/x\0.jsonl", "{folder}/" + "a" * 300 + ".jsonl"])
+async def test_an_unusable_journal_path_is_a_json_400_with_an_example(ds, world, token, journal):
+    path = journal.format(folder=world["a"].path.parent)
+    res = await ds.client.get(api_path("search", world, journal=path), **bearer(token))
+    assert res.status_code == 400, res.text
+    assert set(res.json()) == {"error"} and "e.g. journal=" in res.json()["error"]
+    assert "\n" not in res.json()["error"] and "<html" not in res.text.lower()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("path", ["/-/pi-memory/api/nope", "/-/pi-memory/api/search/more", "/-/pi-memory/api/",
+                                  "/-/pi-memory/api", "/-/pi-memory/api/SEARCH"])
+async def test_an_unknown_api_route_is_a_json_404_naming_the_routes(ds, world, token, path):
+    for kwargs in (bearer(token), {}):
+        res = await ds.client.get(path, **kwargs)
+        assert res.status_code == 404, (path, res.status_code)
+        error = res.json()["error"]
+        assert all(f"/-/pi-memory/api/{a}" in error for a in API) and "heron" not in res.text
+    known = await ds.client.get(api_path("search", world), **bearer(token))
+    assert known.status_code == 200
+
+
+@pytest.mark.asyncio
+async def test_an_unexpected_api_failure_is_a_logged_json_500(ds, world, conn, token, caplog):
+    """A tampered index (a text where a byte offset belongs) breaks the read unexpectedly."""
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("UPDATE entries SET offset = 'tampered' WHERE id = ?", (world["ids"]["user"],))
+    conn.execute("COMMIT")
+    res = await ds.client.get(api_path("read", world), **bearer(token))
+    assert res.status_code == 500
+    assert set(res.json()) == {"error"} and "server log" in res.json()["error"]
+    assert "Traceback" not in res.text and HERON not in res.text
+    assert any("pi-memory API error" in r.getMessage() and r.exc_info for r in caplog.records)
+    other = await ds.client.get(api_path("read", world, id=world["ids"]["bash"]), **bearer(token))
+    assert other.status_code == 200 and other.json()["status"] == "ok"
