@@ -83,12 +83,12 @@ def like_prefix(root: str) -> str:
 def project_root(conn: db.Connection, cwd: str, home: str | None = None) -> tuple[str, bool]:
     """The outermost ancestor of cwd that has sessions of its own.
 
-    A direct child of home or of `/` counts only when it is the cwd itself, and home or `/`
-    never make a project of everything below them. Returns (root, exact).
+    A direct child of home or of `/` counts only when it is the cwd itself, and home, its
+    ancestors and `/` never make a project of everything below them. Returns (root, exact).
     """
     cwd = os.path.normpath(cwd)
     home = os.path.normpath(home or os.path.expanduser("~"))
-    if cwd in (home, "/"):
+    if _home_or_above(cwd, home):
         return cwd, True
     chain = []
     path = cwd
@@ -100,7 +100,7 @@ def project_root(conn: db.Connection, cwd: str, home: str | None = None) -> tupl
         path = parent
     candidates = []
     for p in reversed(chain):
-        if p in ("/", home):
+        if _home_or_above(p, home):
             continue
         parent = os.path.dirname(p)
         if parent in ("/", home) and p != cwd:
@@ -115,6 +115,11 @@ def project_root(conn: db.Connection, cwd: str, home: str | None = None) -> tupl
         if p in have:
             return p, False
     return cwd, False
+
+
+def _home_or_above(path: str, home: str) -> bool:
+    """Whether path is home, one of its ancestors or `/`: never a project root above the cwd."""
+    return path == "/" or path == home or home.startswith(path.rstrip("/") + "/")
 
 
 def resolve_scope(conn: db.Connection, scope: str | None, *, cwd: str | None = None,

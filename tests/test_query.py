@@ -62,6 +62,26 @@ def test_home_itself_never_makes_a_project_of_everything(conn, locations, home, 
     assert ids(reply) == [at_home]
 
 
+def test_a_session_above_home_never_joins_the_projects_under_home(conn, locations, home, new_journal):
+    above = new_journal(str(home.parent)).user("deploy from above home")
+    a = new_journal("Apps/a").user("deploy from a")
+    b = new_journal("Apps/b").user("deploy from b")
+    index_all(conn, locations)
+    reply = query.search(conn, locations, "deploy", cwd=str(home / "Apps/a"))
+    assert reply["root"] == str(home / "Apps/a")
+    assert ids(reply) == [a]
+    assert b not in ids(reply) and above not in ids(reply)
+
+
+def test_a_folder_above_home_is_its_own_exact_project(conn, locations, home, new_journal):
+    above = new_journal(str(home.parent)).user("deploy from above home")
+    below = new_journal("Apps/a").user("deploy from a")
+    index_all(conn, locations)
+    reply = query.search(conn, locations, "deploy", cwd=str(home.parent))
+    assert ids(reply) == [above]
+    assert below not in ids(reply)
+
+
 def test_like_wildcards_in_the_root_are_escaped(conn, locations, home, new_journal):
     mine = new_journal("Apps/my_proj")
     mine_id = mine.user("shared term kestrel")
