@@ -279,3 +279,19 @@ def test_serve_on_a_port_in_use_is_a_one_line_error(agent_dir):
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "--port" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "Uvicorn running" not in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize("args, says, code", [
+    (["--port", "99999"], "99999 is not in the range 1<=x<=65535", 2),
+    (["--port", "0"], "0 is not in the range 1<=x<=65535", 2),
+    (["--host", "not a host!"], "--host takes an address of this machine (e.g. --host 127.0.0.1)", 1),
+    (["--host", ""], "--host needs an address of this machine (e.g. --host 127.0.0.1)", 1),
+])
+def test_a_bad_port_or_host_is_one_line_not_a_traceback(env, args, says, code):
+    result = subprocess.run([sys.executable, "-m", "pimem_index", "serve", *args],
+                            capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode == code, result.stderr
+    assert says in result.stderr
+    assert "Traceback" not in result.stderr and "Uvicorn running" not in result.stderr + result.stdout
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1
