@@ -151,6 +151,14 @@ def wait_indexed(server: Server, token: str, timeout: float = 15) -> None:
     pytest.fail(f"the background indexer did not catch up:\n{server.output}")
 
 
+def background_tasks(server: Server, opener) -> tuple[bool, list[str]]:
+    """Whether Datasette has launched its background tasks, and their names (/-/tasks.json, root only)."""
+    status, body = get(f"{server.url}/-/tasks.json", opener=opener)
+    assert status == 200, body
+    data = json.loads(body)
+    return data["launched"], [t["name"] for t in data["tasks"]]
+
+
 def login(link: str):
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
@@ -191,6 +199,7 @@ def test_serve_loopback_login_token_and_background_indexing(env, agent_dir, home
 
     # root logs in with the printed link (once) and sees the pages and the index
     opener = login(link)
+    assert background_tasks(server, opener) == (True, ["pi-memory-indexer"])
     status, body = get(f"{server.url}/-/pi-memory", opener=opener)
     assert status == 200 and "the heron pipeline is flaky" in body
     status, body = get(f"{server.url}/history/sessions", opener=opener)
@@ -255,9 +264,10 @@ def test_serve_without_background_indexing(env, agent_dir, home, servers):
     journal.user("nothing indexes the grebe")
     server = Server(env, "--no-index")
     servers.append(server)
-    server.wait_ready()
+    link = server.wait_ready()
     token = pimem(env, "token").strip()
-    time.sleep(1.5)
+    # Background tasks have launched and none indexes: nothing can index the journal from now on.
+    assert background_tasks(server, login(link)) == (True, [])
     cwd = urllib.parse.quote(str(home / "Apps/prjct"))
     status, body = get(f"{server.url}/-/pi-memory/api/search?q=grebe&cwd={cwd}", token)
     assert json.loads(body)["results"] == []
