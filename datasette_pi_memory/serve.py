@@ -123,7 +123,7 @@ def serve(locations: Locations, host: str = "127.0.0.1", port: int = 8001,
 
     try:
         store.open_index(locations.db_path).close()
-    except db.DatabaseError as e:
+    except (OSError, db.DatabaseError) as e:
         raise UserError(db.describe_error(e, locations.db_path)) from None
     _check_port(host, port)
     secret = ensure_secret(locations)

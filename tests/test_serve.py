@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from pijournal import Journal
+from test_cli import immutable  # noqa: F401  (a fixture)
 
 START_TIMEOUT = 30
 
@@ -305,3 +306,15 @@ def test_a_bad_port_or_host_is_one_line_not_a_traceback(env, args, says, code):
     assert "Traceback" not in result.stderr and "Uvicorn running" not in result.stderr + result.stdout
     errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1
+
+
+def test_serve_on_a_read_only_index_says_it_cannot_be_written(env, agent_dir, immutable):
+    db_path = agent_dir / "pi-memory" / "history.sqlite"
+    pimem(env, "index")
+    immutable(db_path, db_path.parent)
+    result = subprocess.run([sys.executable, "-m", "pimem_index", "serve", "--port", str(free_port())],
+                            capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode == 1
+    assert f"cannot write {db_path}; check its permissions" in result.stderr
+    assert "not a pimem index" not in result.stderr and "delete" not in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
