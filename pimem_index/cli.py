@@ -336,6 +336,10 @@ def unforget(locations: Locations, entry_id, session_id):
     click.echo(f"Restored {what} in session {record['session_id']}")
 
 
+QUERY_LIMITS = (f"A QUERY holds at most {query.MAX_TERMS} distinct words, and a search that runs longer "
+                f"than {query.QUERY_SECONDS:g} s stops with an error.")
+
+
 def search_options(fn):
     """The filters search and summaries share."""
     options = [
@@ -358,7 +362,7 @@ def search_options(fn):
     return fn
 
 
-@cli.command()
+@cli.command(epilog=QUERY_LIMITS)
 @click.argument("query_text", metavar="[QUERY]", required=False)
 @common
 @search_options
@@ -375,7 +379,7 @@ def search(locations: Locations, query_text, scope, cwd, session_id, since, unti
                since=since, until=until, kinds=kinds, limit=limit, as_json=as_json, no_index=no_index)
 
 
-@cli.command()
+@cli.command(epilog=QUERY_LIMITS)
 @click.argument("query_text", metavar="[QUERY]", required=False)
 @common
 @search_options

@@ -496,3 +496,12 @@ def test_an_index_elsewhere_is_private_and_a_users_folder_is_left_alone(run, pop
     assert mine.stat().st_mode & 0o777 == 0o755
     files = index_files(target)
     assert files and all(mode == 0o600 for mode in files.values()), {k: oct(v) for k, v in files.items()}
+
+
+@pytest.mark.parametrize("command", ["search", "summaries"])
+def test_search_help_states_the_query_limits(run, command):
+    from pimem_index import query
+
+    out = " ".join(run(command, "--help").output.split())
+    assert f"at most {query.MAX_TERMS} distinct words" in out and f"longer than {query.QUERY_SECONDS:g} s" in out
+    assert "distinct words" not in " ".join(run("read", "--help").output.split())
