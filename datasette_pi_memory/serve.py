@@ -123,8 +123,8 @@ def serve(locations: Locations, host: str = "127.0.0.1", port: int = 8001,
 
     try:
         store.open_index(locations.db_path).close()
-    except db.DatabaseError as e:
-        raise UserError(f"{locations.db_path} is not a pimem index ({e}); point --db elsewhere or delete it") from None
+    except (OSError, db.DatabaseError) as e:
+        raise UserError(db.describe_error(e, locations.db_path)) from None
     _check_port(host, port)
     secret = ensure_secret(locations)
     database = Path(locations.db_path).stem
@@ -143,15 +143,26 @@ def serve(locations: Locations, host: str = "127.0.0.1", port: int = 8001,
 
 def _check_port(host: str, port: int) -> None:
     """Fail with one line, before anything starts, when the address cannot be bound."""
+    if not host.strip():
+        raise UserError("--host needs an address of this machine (e.g. --host 127.0.0.1)")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
-        except OSError as e:
-            hint = " (is pimem serve already running?)" if e.errno == errno.EADDRINUSE else ""
-            raise UserError(f"cannot listen on {host}:{port}: {e.strerror}{hint}; "
-                            f"choose another port, e.g. pimem serve --port {port + 1}") from None
+        except (OSError, OverflowError, ValueError, TypeError, UnicodeError) as e:
+            raise UserError(f"cannot listen on {host}:{port}: {_bind_problem(e, port)}") from None
+
+
+def _bind_problem(error: BaseException, port: int) -> str:
+    """Why a bind failed and what to pass instead, blaming the port or the host as the error does."""
+    reason = getattr(error, "strerror", None) or str(error)
+    if isinstance(error, OSError) and error.errno in (errno.EADDRINUSE, errno.EACCES):
+        hint = " (is pimem serve already running?)" if error.errno == errno.EADDRINUSE else ""
+        return f"{reason}{hint}; choose another port, e.g. pimem serve --port {port % 65535 + 1}"
+    if isinstance(error, OverflowError):
+        return f"{reason}; choose a port from 1 to 65535, e.g. pimem serve --port 8001"
+    return f"{reason}; --host takes an address of this machine (e.g. --host 127.0.0.1)"
 
 
 def _readable_once(text: str) -> str:

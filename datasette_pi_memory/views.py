@@ -40,7 +40,7 @@ async def api_view(datasette, request):
         return Response.json({"error": str(e)}, status=400)
     except db.DatabaseError as e:
         logger.exception("pi-memory index error")
-        return Response.json({"error": f"the index could not be used: {e} (try: pimem rebuild)"}, status=500)
+        return Response.json({"error": db.describe_error(e, pm.locations.db_path)}, status=500)
     except Exception:
         logger.exception("pi-memory API error on %s", request.path)
         return Response.json({"error": "internal error in the pi-memory API; the server log has the details"},

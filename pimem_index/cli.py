@@ -24,13 +24,16 @@ class Group(click.Group):
         except UserError as e:
             raise click.ClickException(str(e)) from None
         except db.DatabaseError as e:
-            raise click.ClickException(f"the index could not be used: {e} (try: pimem rebuild)") from None
+            raise click.ClickException(db.describe_error(e, ctx.meta.get(DB_PATH_KEY))) from None
         except indexer.ParserStopped as e:
             raise click.ClickException(str(e)) from None
         except KeyboardInterrupt:
             click.echo("\nInterrupted: everything indexed so far is kept; run the command again to go on.",
                        err=True)
             ctx.exit(130)
+
+
+DB_PATH_KEY = "pimem.db_path"  # in click's shared ctx.meta: the index the command uses, for error messages
 
 
 def common(fn):
@@ -43,23 +46,39 @@ def common(fn):
                   help="Another folder of journals (repeatable; env PIMEM_SESSIONS_DIRS)")
     @functools.wraps(fn)
     def wrapper(db_path, sessions_dirs, **kwargs):
-        return fn(resolve(db_path, sessions_dirs), **kwargs)
+        locations = resolve(db_path, sessions_dirs)
+        click.get_current_context().meta[DB_PATH_KEY] = locations.db_path
+        return fn(locations, **kwargs)
 
     return wrapper
 
 
-def open_index(locations: Locations) -> db.Connection:
-    """The index, or a one-line error saying what is wrong with its path."""
+def open_index(locations: Locations, *, create: bool = True) -> db.Connection:
+    """The index, or a one-line error saying what is wrong with its path.
+
+    Commands that only read pass create=False: they make no folder and no file, and say
+    how to make the index instead.
+    """
     path = locations.db_path
     if path.is_dir():
         raise UserError(f"{path} is a folder; --db takes the index file (e.g. --db {path / 'history.sqlite'})")
+    if not create and not path.exists():
+        raise UserError(f"there is no index at {path} yet; make one with: pimem index"
+                        + ("" if path == locations.memory_dir / "history.sqlite" else f" --db {path}"))
     try:
+        if create:
+            _private_memory_dir(locations)
         return store.open_index(path)
-    except OSError as e:
-        raise UserError(f"cannot create the index at {path}: {e.strerror} "
-                        "(e.g. --db ~/.pi/agent/pi-memory/history.sqlite)") from None
-    except db.DatabaseError as e:
-        raise UserError(f"{path} is not a pimem index ({e}); point --db elsewhere or delete it") from None
+    except (OSError, db.DatabaseError) as e:
+        raise UserError(db.describe_error(e, path)) from None
+
+
+def _private_memory_dir(locations: Locations) -> None:
+    """pimem's own folder, when it holds the index, is 0700 from the first command on (older
+    versions left it 0755 until serve, token, gc or pi install ran)."""
+    folder = locations.memory_dir
+    if locations.db_path.parent == folder and (not folder.exists() or folder.stat().st_mode & 0o077):
+        locations.ensure_memory_dir()
 
 
 def emit_json(data) -> None:
@@ -213,7 +232,7 @@ def status(locations: Locations, as_json):
     Example:
         pimem status --json
     """
-    conn = open_index(locations)
+    conn = open_index(locations, create=False)
     data = query.status(conn, locations)
     if as_json:
         emit_json(data)
@@ -272,7 +291,7 @@ def gc(locations: Locations, confirm, current, as_json):
     """
     from . import gc as collector
 
-    conn = open_index(locations)
+    conn = open_index(locations, create=False)
     if not confirm:
         data = collector.preview(conn, locations, current=current)
         if as_json:
@@ -368,6 +387,10 @@ def unforget(locations: Locations, entry_id, session_id):
     click.echo(f"Restored {what} in session {record['session_id']}")
 
 
+QUERY_LIMITS = (f"A QUERY holds at most {query.MAX_TERMS} distinct words, and a search that runs longer "
+                f"than {query.QUERY_SECONDS:g} s stops with an error.")
+
+
 def search_options(fn):
     """The filters search and summaries share."""
     options = [
@@ -390,7 +413,7 @@ def search_options(fn):
     return fn
 
 
-@cli.command()
+@cli.command(epilog=QUERY_LIMITS)
 @click.argument("query_text", metavar="[QUERY]", required=False)
 @common
 @search_options
@@ -407,7 +430,7 @@ def search(locations: Locations, query_text, scope, cwd, session_id, since, unti
                since=since, until=until, kinds=kinds, limit=limit, as_json=as_json, no_index=no_index)
 
 
-@cli.command()
+@cli.command(epilog=QUERY_LIMITS)
 @click.argument("query_text", metavar="[QUERY]", required=False)
 @common
 @search_options
@@ -426,10 +449,10 @@ def summaries(locations: Locations, query_text, scope, cwd, session_id, since, u
 
 def _run_query(fn, locations: Locations, query_text, *, cwd, as_json, no_index, **filters) -> None:
     """Shared by search and summaries: catch up, query, show."""
-    conn = open_index(locations)
+    conn = open_index(locations, create=not no_index)
     if not no_index:
         _catch_up(conn, locations, as_json)
-    data = fn(conn, locations, query_text, cwd=cwd or os.getcwd(), **filters)
+    data = fn(conn, locations, query_text, cwd=os.path.abspath(cwd or os.getcwd()), **filters)
     _show_results(data, query_text, as_json)
 
 
@@ -505,10 +528,10 @@ def read(locations: Locations, entry_id, session_id, cwd, scope, offset, as_json
         pimem read c3d4e5f6
         pimem read c3d4e5f6 --session 0b6e6f2c-8d2b-4a43-9b3b-1f1f2c6a7d01 --offset 16000
     """
-    conn = open_index(locations)
+    conn = open_index(locations, create=not no_index)
     if not no_index:
         _catch_up(conn, locations, as_json)
-    data = query.read(conn, locations, entry_id, session_id=session_id, cwd=cwd or os.getcwd(),
+    data = query.read(conn, locations, entry_id, session_id=session_id, cwd=os.path.abspath(cwd or os.getcwd()),
                       scope=scope, offset=offset)
     if as_json:
         emit_json(data)
@@ -538,7 +561,7 @@ def read(locations: Locations, entry_id, session_id, cwd, scope, offset, as_json
 @cli.command()
 @common
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default)")
-@click.option("--port", default=8001, show_default=True, type=int, help="Port to bind")
+@click.option("--port", default=8001, show_default=True, type=click.IntRange(1, 65535), help="Port to bind")
 @click.option("--no-index", is_flag=True, help="Serve without indexing in the background")
 def serve(locations: Locations, host, port, no_index):
     """Run Datasette with the pi-memory plugin on the index, indexing in the background.

@@ -7,6 +7,8 @@ try:  # Datasette and sqlite-utils prefer pysqlite3 when it is installed; match 
 except ImportError:  # pragma: no cover - platforms without the wheel
     import sqlite3  # type: ignore[no-redef]
 
+import errno
+import os
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -21,6 +23,56 @@ IntegrityError = sqlite3.IntegrityError
 DatabaseError = sqlite3.DatabaseError
 ProgrammingError = sqlite3.ProgrammingError
 Connection = sqlite3.Connection
+
+
+def describe_error(error: BaseException, path=None) -> str:
+    """One line naming what went wrong with the index at `path` and the fix, by the error's kind.
+
+    For every SQLite (and file system) error a command or an API call meets, so a read-only
+    or full disk is never mistaken for a broken index: only a file that is not a SQLite
+    database, or is damaged, is worth deleting or rebuilding.
+    """
+    where = str(path) if path is not None else "the index"
+    kind = _error_kind(error)
+    if kind == "cantopen" and path is not None and os.path.exists(path):
+        kind = "readonly"  # the file is there: SQLite could not open it, or its -wal or -shm, for writing
+    if kind == "readonly":
+        return f"cannot write {where}; check its permissions and its folder's (pimem writes both)"
+    if kind == "cantopen":
+        return f"cannot open {where}; check that its folder exists and that you may write it"
+    if kind == "full":
+        return f"the disk holding {where} is full; free some space and run the command again"
+    if kind == "busy":
+        return f"{where} is locked by another process; try again in a moment"
+    if kind == "notadb":
+        return (f"{where} is not a pimem index (not a SQLite database); point --db elsewhere "
+                "(e.g. --db ~/.pi/agent/pi-memory/history.sqlite), or delete it if pimem made it")
+    if kind == "corrupt":
+        return (f"{where} is damaged ({error}); delete it and its -wal and -shm files: "
+                "the next pimem index builds it again from the journals")
+    if kind == "io":
+        return f"could not read or write {where} ({error}); check the disk"
+    if isinstance(error, OSError):
+        return f"cannot create the index at {where}: {error.strerror} (e.g. --db ~/.pi/agent/pi-memory/history.sqlite)"
+    return f"{where} could not be used: {error} (try: pimem rebuild)"
+
+
+_SQLITE_KINDS = {
+    sqlite3.SQLITE_READONLY: "readonly", sqlite3.SQLITE_PERM: "readonly", sqlite3.SQLITE_CANTOPEN: "cantopen",
+    sqlite3.SQLITE_AUTH: "readonly", sqlite3.SQLITE_FULL: "full", sqlite3.SQLITE_BUSY: "busy",
+    sqlite3.SQLITE_LOCKED: "busy", sqlite3.SQLITE_NOTADB: "notadb", sqlite3.SQLITE_CORRUPT: "corrupt",
+    sqlite3.SQLITE_IOERR: "io",
+}
+_OS_KINDS = {errno.EACCES: "readonly", errno.EPERM: "readonly", errno.EROFS: "readonly",
+             errno.ENOSPC: "full", errno.EDQUOT: "full"}
+
+
+def _error_kind(error: BaseException) -> str | None:
+    """The kind of a SQLite error (from its primary result code) or of an OSError (its errno)."""
+    if isinstance(error, OSError):
+        return _OS_KINDS.get(error.errno)
+    code = getattr(error, "sqlite_errorcode", None)
+    return _SQLITE_KINDS.get(code & 0xFF) if isinstance(code, int) else None
 
 
 def check_sqlite_version(version: tuple[int, ...] = sqlite3.sqlite_version_info) -> None:

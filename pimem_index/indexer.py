@@ -883,7 +883,7 @@ def rebuild(locations: Locations, progress: Callable[[int, int, Path], None] | N
     midway leaves the old index as it was.
     """
     live = Path(locations.db_path)
-    live.parent.mkdir(parents=True, exist_ok=True)
+    store.make_private_folder(live.parent)
     for leftover in live.parent.glob(f"{live.name}.rebuild-*"):
         leftover.unlink(missing_ok=True)
     tmp = live.parent / f"{live.name}.rebuild-{os.getpid()}"

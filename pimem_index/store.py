@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from . import db
+from .errors import UserError
 
 SCHEMA_VERSION = 4
 FTS_HASHSIZE = 16 * 1024 * 1024
@@ -153,16 +154,25 @@ def scope_terms(cwd: str | None, session_id: str | None) -> str:
 
 
 def open_index(path: str | Path) -> db.Connection:
-    """Open the index, creating it (and its folder) or rebuilding it when its schema differs."""
+    """Open the index, creating it (and its folder) or rebuilding it when its schema differs.
+
+    What it creates is private: folders 0700, the file 0600 (SQLite gives -wal and -shm the
+    database's mode), whatever the umask. Existing folders and files keep their modes.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_file(path)
     conn = db.connect(str(path))
     version = schema_version(conn)
     if version == SCHEMA_VERSION:
         return conn  # opening a current index writes nothing, so it never waits for a writer
     if version is not None:
+        foreign = not _has_meta(conn)
         conn.close()
+        if foreign:
+            raise UserError(f"{path} is a SQLite database but not a pimem index, so pimem leaves it alone; "
+                            "point --db elsewhere (e.g. --db ~/.pi/agent/pi-memory/history.sqlite)")
         delete_index_files(path)
+        make_private_file(path)
         conn = db.connect(str(path))
     ensure_schema(conn)
     return conn
@@ -192,6 +202,38 @@ def replaced(path: str | Path, opened: tuple[int, int] | None) -> tuple[int, int
         open_index(path).close()
         now = file_id(path)
     return now
+
+
+def _has_meta(conn: db.Connection) -> bool:
+    """Whether the database has pimem's meta table (an index of any schema version)."""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone() is not None
+
+
+def make_private_folder(folder: Path) -> None:
+    """Create the folder and any missing parent with mode 0700; existing ones keep their modes."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            continue  # another process made it first: its mode is its own
+        os.chmod(folder, 0o700)  # the umask may have taken more than group and other bits
+
+
+def make_private_file(path: Path) -> None:
+    """Create path empty with mode 0600 (and missing folders with 0700) unless it exists."""
+    make_private_folder(path.parent)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
 
 
 def release_free_pages(conn: db.Connection) -> None:

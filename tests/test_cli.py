@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -237,7 +240,7 @@ def test_search_indexes_new_lines_first_unless_told_not_to(run, populated, home)
 def test_unusable_index_path_is_a_one_line_error(run, tmp_path, make, message):
     (tmp_path / "a-folder").mkdir()
     (tmp_path / "a-file").write_text("not a folder")
-    result = run("status", "--db", make(tmp_path))
+    result = run("index", "--db", make(tmp_path))  # status creates nothing, so index shows the error
     assert result.exit_code == 1 and message in result.output
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
 
@@ -283,3 +286,265 @@ def test_index_still_takes_a_deleted_journal_it_knows_so_its_rows_go(run, popula
     result = run("index", populated["b"].path)
     assert result.exit_code == 0, result.output
     assert indexed_paths(locations) == {str(populated["a"].path)}
+
+
+# ---- one line per kind of trouble with the index (issue 14 item 7) ------------------------------------
+
+
+@pytest.fixture
+def immutable():
+    """Make paths unwritable even for root (chattr +i; chmod a-w for other users), undone afterwards."""
+    made: list = []
+
+    def freeze(*paths):
+        for path in paths:
+            if os.geteuid() == 0:
+                if shutil.which("chattr") is None or subprocess.run(
+                        ["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+                    pytest.skip("running as root without chattr +i: cannot make a path read-only")
+                made.append(("chattr", path))
+            else:
+                made.append(("chmod", path, os.stat(path).st_mode))
+                os.chmod(path, os.stat(path).st_mode & ~0o222)
+
+    yield freeze
+    for undo in reversed(made):
+        if undo[0] == "chattr":
+            subprocess.run(["chattr", "-i", str(undo[1])], check=True)
+        else:
+            os.chmod(undo[1], undo[2])
+
+
+def assert_one_line(result, exit_code: int = 1) -> str:
+    assert result.exit_code == exit_code, result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    return result.output
+
+
+@pytest.mark.parametrize("command", [["status"], ["index"], ["search", "widgets"]])
+def test_a_read_only_index_and_folder_say_they_cannot_be_written(run, populated, locations, immutable, command):
+    run("index")
+    immutable(locations.db_path, locations.db_path.parent)
+    out = assert_one_line(run(*command))
+    assert f"cannot write {locations.db_path}; check its permissions" in out
+    assert "not a pimem index" not in out and "delete" not in out and "rebuild" not in out
+
+
+def test_a_read_only_index_file_says_it_cannot_be_written_when_indexing(run, populated, locations, immutable):
+    run("index")
+    populated["a"].user("a new line to index")
+    immutable(locations.db_path)
+    out = assert_one_line(run("index"))
+    assert f"cannot write {locations.db_path}; check its permissions" in out
+    assert "not a pimem index" not in out and "rebuild" not in out
+
+
+def provoke(kind: str, tmp_path):
+    """A real SQLite error of one kind."""
+    path = tmp_path / f"{kind}.sqlite"
+    if kind == "notadb":
+        path.write_text("my notes, not a database " * 200)
+        return db.connect(str(path)).execute("SELECT * FROM sqlite_master").fetchall
+    conn = db.connect(str(path))
+    conn.execute("CREATE TABLE t (x)")
+    if kind == "readonly":
+        return lambda: db.connect(str(path), readonly=True).execute("INSERT INTO t VALUES (1)")
+    if kind == "full":
+        conn.execute("PRAGMA max_page_count = 8")
+        return lambda: conn.execute("INSERT INTO t SELECT zeroblob(100000)")
+    if kind == "busy":
+        conn.execute("BEGIN IMMEDIATE")
+        other = db.connect(str(path))
+        other.execute("PRAGMA busy_timeout = 0")
+        return lambda: (conn, other.execute("BEGIN IMMEDIATE"))  # conn holds the lock meanwhile
+    if kind == "corrupt":
+        conn.executemany("INSERT INTO t VALUES (?)", [("x" * 500,)] * 200)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.close()
+        with open(path, "r+b") as fh:
+            fh.seek(4096 * 2)
+            fh.write(b"\xff" * 4096 * 3)
+        return lambda: db.connect(str(path)).execute("SELECT count(*), max(length(x)) FROM t").fetchall()
+    if kind == "cantopen":
+        return lambda: db.connect(str(tmp_path / "no-such-folder" / "x.sqlite"))
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind, says, never", [
+    ("readonly", "cannot write {path}; check its permissions", ("delete", "rebuild", "not a pimem index")),
+    ("full", "the disk holding {path} is full; free some space", ("delete", "rebuild")),
+    ("busy", "{path} is locked by another process; try again", ("delete", "rebuild")),
+    ("notadb", "{path} is not a pimem index (not a SQLite database); point --db elsewhere", ("rebuild",)),
+    ("corrupt", "{path} is damaged", ("permissions",)),
+    ("cantopen", "cannot open {path}; check that its folder exists", ("delete", "rebuild")),
+])
+def test_each_kind_of_sqlite_error_is_worded_for_what_fixes_it(tmp_path, kind, says, never):
+    with pytest.raises(db.DatabaseError) as caught:
+        provoke(kind, tmp_path)()
+    path = tmp_path / "history.sqlite"
+    message = db.describe_error(caught.value, path)
+    assert says.format(path=path) in message
+    assert not any(word in message for word in never), message
+    assert "\n" not in message
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 1 MB tmpfs (root with mount only), unmounted afterwards."""
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here")
+    yield folder
+    subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_a_full_disk_says_so_and_never_suggests_a_rebuild(agent_dir, new_journal, tiny_disk):
+    j = new_journal()
+    for n in range(200):
+        j.tool_result("bash", " ".join(f"word{n}x{k}" for k in range(4000)))
+    done = subprocess.run([sys.executable, "-m", "pimem_index", "index", "--db", str(tiny_disk / "history.sqlite")],
+                          capture_output=True, text=True, timeout=120)  # its own process: nothing stays open
+    assert done.returncode == 1 and "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    out = done.stderr
+    assert f"the disk holding {tiny_disk / 'history.sqlite'} is full" in out
+    assert "rebuild" not in out and "delete" not in out
+
+
+def test_a_sqlite_database_of_another_program_is_left_alone(run, tmp_path):
+    theirs = tmp_path / "theirs.sqlite"
+    other = db.connect(str(theirs))
+    other.execute("CREATE TABLE accounts (name)")
+    other.execute("INSERT INTO accounts VALUES ('kept')")
+    other.close()
+    out = assert_one_line(run("index", "--db", theirs))
+    assert "is a SQLite database but not a pimem index" in out
+    assert db.connect(str(theirs)).execute("SELECT name FROM accounts").fetchall() == [("kept",)]
+
+
+def test_a_query_of_a_thousand_words_is_a_one_line_error_not_a_rebuild_hint(run, populated, home):
+    run("index")
+    words = " ".join(f"word{n}" for n in range(1000))
+    out = assert_one_line(run("search", words, "--cwd", home / "Apps/prjct"))
+    assert "1000 distinct words; at most" in out and "e.g." in out
+    assert "rebuild" not in out and "Expression tree" not in out
+
+
+# ---- read-only commands create nothing ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [
+    ["status"], ["search", "widgets", "--no-index"], ["summaries", "--no-index"],
+    ["read", "c3d4e5f6", "--no-index"], ["gc"],
+])
+def test_a_read_only_command_without_an_index_creates_nothing(run, tmp_path, command):
+    target = tmp_path / "nonexistent" / "dir" / "x.sqlite"
+    out = assert_one_line(run(*command, "--db", target))
+    assert f"there is no index at {target} yet; make one with: pimem index --db {target}" in out
+    assert not (tmp_path / "nonexistent").exists()
+
+
+def test_status_without_an_index_leaves_the_agent_folder_alone(run, agent_dir):
+    out = assert_one_line(run("status"))
+    assert "no index at" in out and "make one with: pimem index\n" in out
+    assert not (agent_dir / "pi-memory").exists()
+
+
+@pytest.mark.parametrize("command", [["index"], ["search", "widgets"], ["read", "c3d4e5f6"], ["rebuild"]])
+def test_commands_that_index_create_the_index(run, populated, tmp_path, command):
+    target = tmp_path / "new" / "dir" / "x.sqlite"
+    run(*command, "--db", target)
+    assert target.exists()
+
+
+# ---- --cwd is taken from the current folder ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("relative, where", [(".", "Apps/prjct"), ("prjct", "Apps")])
+def test_a_relative_cwd_is_taken_from_the_current_folder(run, populated, home, relative, where):
+    run("index")
+    (home / "Apps/prjct").mkdir(parents=True)
+    data = json.loads(run("search", "widgets", "--json", "--cwd", relative, cwd=home / where).output)
+    assert data["root"] == str(home / "Apps/prjct")
+    assert {r["cwd"] for r in data["results"]} == {str(home / "Apps/prjct")}
+    assert str(home / "Apps/other") not in {r["cwd"] for r in data["results"]}
+
+
+def test_summaries_and_read_take_a_relative_cwd_from_the_current_folder(run, populated, home):
+    run("index")
+    (home / "Apps/prjct").mkdir(parents=True)
+    summary = json.loads(run("summaries", "--json", "--cwd", "prjct", cwd=home / "Apps").output)
+    assert summary["root"] == str(home / "Apps/prjct") and len(summary["results"]) == 1
+    other = json.loads(run("search", "chatter", "--json", "--cwd", home / "Apps/other").output)["results"][0]
+    page = json.loads(run("read", other["id"], "--json", "--cwd", ".", cwd=home / "Apps/prjct").output)
+    assert page["status"] == "not_found" and page["root"] == str(home / "Apps/prjct")
+    mine = json.loads(run("read", other["id"], "--json", "--cwd", "other", cwd=home / "Apps").output)
+    assert mine["status"] == "ok"
+
+
+# ---- private files from the first command (issue 14 item 8) ----------------------------------------------
+
+
+@pytest.fixture(params=[0o022, 0o000], ids=["umask022", "umask000"])
+def permissive_umask(request):
+    old = os.umask(request.param)
+    yield request.param
+    os.umask(old)
+
+
+def index_files(db_path) -> dict:
+    """Every file of the index (opened once more, so its -wal and -shm exist) with its mode."""
+    from pimem_index import store
+
+    conn = store.open_index(db_path)
+    conn.execute("SELECT count(*) FROM entries").fetchone()
+    files = {p.name: p.stat().st_mode & 0o777 for p in db_path.parent.iterdir() if p.name.startswith(db_path.name)}
+    conn.close()
+    return files
+
+
+def test_the_first_index_is_private(run, populated, agent_dir, permissive_umask):
+    assert run("index").exit_code == 0
+    db_path = agent_dir / "pi-memory" / "history.sqlite"
+    assert (agent_dir / "pi-memory").stat().st_mode & 0o777 == 0o700
+    files = index_files(db_path)
+    assert {"history.sqlite", "history.sqlite-wal", "history.sqlite-shm"} <= set(files)
+    assert all(mode == 0o600 for mode in files.values()), {k: oct(v) for k, v in files.items()}
+    assert not any(mode & 0o077 for mode in files.values())
+
+
+def test_an_existing_pi_memory_folder_becomes_private(run, populated, agent_dir, permissive_umask):
+    (agent_dir / "pi-memory").mkdir(mode=0o755)
+    os.chmod(agent_dir / "pi-memory", 0o755)
+    assert run("index").exit_code == 0
+    assert (agent_dir / "pi-memory").stat().st_mode & 0o777 == 0o700
+
+
+def test_a_rebuilt_index_is_private(run, populated, agent_dir, permissive_umask):
+    assert run("rebuild").exit_code == 0
+    assert (agent_dir / "pi-memory").stat().st_mode & 0o777 == 0o700
+    files = index_files(agent_dir / "pi-memory" / "history.sqlite")
+    assert files and not any(mode & 0o077 for mode in files.values()), {k: oct(v) for k, v in files.items()}
+
+
+def test_an_index_elsewhere_is_private_and_a_users_folder_is_left_alone(run, populated, tmp_path, permissive_umask):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    os.chmod(mine, 0o755)
+    target = mine / "made" / "by" / "pimem" / "x.sqlite"
+    assert run("index", "--db", target).exit_code == 0
+    for folder in (mine / "made", mine / "made/by", mine / "made/by/pimem"):
+        assert folder.stat().st_mode & 0o777 == 0o700, folder
+    assert mine.stat().st_mode & 0o777 == 0o755
+    files = index_files(target)
+    assert files and all(mode == 0o600 for mode in files.values()), {k: oct(v) for k, v in files.items()}
+
+
+@pytest.mark.parametrize("command", ["search", "summaries"])
+def test_search_help_states_the_query_limits(run, command):
+    from pimem_index import query
+
+    out = " ".join(run(command, "--help").output.split())
+    assert f"at most {query.MAX_TERMS} distinct words" in out and f"longer than {query.QUERY_SECONDS:g} s" in out
+    assert "distinct words" not in " ".join(run("read", "--help").output.split())

@@ -128,6 +128,7 @@ def test_cli_gc_preview_and_confirm_json(agent_dir, journals):
     from pimem_index.cli import cli
 
     runner = CliRunner()
+    runner.invoke(cli, ["index"])  # gc creates no index (issue 14 item 7): it previews an existing one
     preview = json.loads(runner.invoke(cli, ["gc", "--json", "--current", str(journals["current"].path)]).output)
     assert preview["total_files"] == 3
     readable = runner.invoke(cli, ["gc", "--current", str(journals["current"].path)])

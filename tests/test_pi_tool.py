@@ -122,6 +122,17 @@ def test_description_under_200_chars_in_source():
     assert 0 < len(desc) < 200, f"{len(desc)} chars: {desc!r}"
 
 
+def test_the_query_parameter_states_the_word_limit():
+    from pimem_index import query
+
+    src = TS_SOURCE.read_text()
+    m = re.search(r"query: Type\.Optional\(Type\.String\(\{ description: \"([^\"]*)\"", src)
+    assert m, "the query parameter's description not found in memory_context.ts"
+    assert f"at most {query.MAX_TERMS} distinct words" in m.group(1)
+    assert f"at most {query.MAX_TERMS} distinct words" not in _description_from_source(), \
+        "the limit belongs to the parameter, keeping the tool description short"
+
+
 def test_source_subscribes_to_no_event():
     src = TS_SOURCE.read_text()
     assert not re.search(r"\bpi\s*\.\s*on\s*\(", src), "the extension must not subscribe to events"

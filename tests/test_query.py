@@ -62,6 +62,26 @@ def test_home_itself_never_makes_a_project_of_everything(conn, locations, home, 
     assert ids(reply) == [at_home]
 
 
+def test_a_session_above_home_never_joins_the_projects_under_home(conn, locations, home, new_journal):
+    above = new_journal(str(home.parent)).user("deploy from above home")
+    a = new_journal("Apps/a").user("deploy from a")
+    b = new_journal("Apps/b").user("deploy from b")
+    index_all(conn, locations)
+    reply = query.search(conn, locations, "deploy", cwd=str(home / "Apps/a"))
+    assert reply["root"] == str(home / "Apps/a")
+    assert ids(reply) == [a]
+    assert b not in ids(reply) and above not in ids(reply)
+
+
+def test_a_folder_above_home_is_its_own_exact_project(conn, locations, home, new_journal):
+    above = new_journal(str(home.parent)).user("deploy from above home")
+    below = new_journal("Apps/a").user("deploy from a")
+    index_all(conn, locations)
+    reply = query.search(conn, locations, "deploy", cwd=str(home.parent))
+    assert ids(reply) == [above]
+    assert below not in ids(reply)
+
+
 def test_like_wildcards_in_the_root_are_escaped(conn, locations, home, new_journal):
     mine = new_journal("Apps/my_proj")
     mine_id = mine.user("shared term kestrel")
@@ -206,6 +226,66 @@ def test_fts_syntax_in_a_query_is_only_text(conn, locations, new_journal, text):
     index_all(conn, locations)
     reply = query.search(conn, locations, text, scope="global")
     assert reply["results"], text
+
+
+def test_a_query_over_the_word_limit_is_refused_with_an_example(conn, locations, new_journal):
+    j = new_journal()
+    j.user("kestrel sighting")
+    index_all(conn, locations)
+    words = ["kestrel"] + [f"w{n}x" for n in range(query.MAX_TERMS)]
+    with pytest.raises(UserError, match=f"{query.MAX_TERMS + 1} distinct words; at most {query.MAX_TERMS}.*e.g."):
+        query.search(conn, locations, " ".join(words), scope="global")
+    within = query.search(conn, locations, " ".join(words[:query.MAX_TERMS]), scope="global")
+    assert within["match"] == "any" and len(within["results"]) == 1
+
+
+def test_repeated_words_count_once_toward_the_word_limit(conn, locations, new_journal):
+    j = new_journal()
+    e = j.user("kestrel sighting")
+    index_all(conn, locations)
+    reply = query.search(conn, locations, "kestrel " * (10 * query.MAX_TERMS), scope="global")
+    assert ids(reply) == [e]
+
+
+def test_a_pasted_error_message_is_within_the_word_limit(conn, locations, new_journal):
+    paste = ('Traceback (most recent call last): File "/home/u/Apps/prjct/app/main.py", line 42, in <module> '
+             'from app.db import connect File "/home/u/Apps/prjct/app/db.py", line 7, in connect '
+             'raise RuntimeError("database is locked") RuntimeError: database is locked')
+    j = new_journal()
+    e = j.tool_result("bash", paste)
+    index_all(conn, locations)
+    assert ids(query.search(conn, locations, paste, scope="global")) == [e]
+
+
+SLOW_SQL = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c {}) SELECT count(*) FROM c"
+
+
+def test_sql_past_the_time_budget_stops_with_a_clear_error(conn):
+    started = time.monotonic()
+    with pytest.raises(UserError, match="took longer than 0.05 s and was stopped.*e.g."):
+        with query.time_budget(conn, 0.05):
+            conn.execute(SLOW_SQL.format("")).fetchone()  # never ends by itself
+    assert time.monotonic() - started < 10
+
+
+def test_the_time_budget_is_removed_from_the_connection_after_its_block(conn):
+    with query.time_budget(conn, 0.0):
+        pass
+    # The deadline has passed: a handler left behind would stop this query after 10,000 steps.
+    assert conn.execute(SLOW_SQL.format("LIMIT 200000")).fetchone()[0] == 200000
+
+
+def test_a_search_runs_within_the_time_budget(conn, locations, new_journal, monkeypatch):
+    j = new_journal()
+    words = [f"w{n}x" for n in range(40)]
+    for n in range(200):
+        j.user(" ".join(words[n % 40:] + words[:n % 7]))
+    index_all(conn, locations)
+    monkeypatch.setattr(query, "QUERY_SECONDS", 0.0)
+    with pytest.raises(UserError, match="took longer than 0 s"):
+        query.search(conn, locations, " ".join(words) + " absent", scope="global")
+    monkeypatch.setattr(query, "QUERY_SECONDS", 60.0)
+    assert query.search(conn, locations, " ".join(words) + " absent", scope="global")["match"] == "any"
 
 
 def test_query_without_letters_or_digits_lists_recent(conn, locations, new_journal):

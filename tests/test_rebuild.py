@@ -6,7 +6,7 @@ import signal
 import threading
 import time
 
-from pimem_index import store
+from pimem_index import db, store
 from pimem_index.indexer import index_all, rebuild
 
 from test_indexer import make_corpus, run_pimem, snapshot
@@ -62,15 +62,36 @@ def test_rebuild_killed_midway_leaves_the_previous_index_readable(tmp_path, conn
     index_all(conn, locations)
     expected = snapshot(conn)
     proc = run_pimem(["rebuild"], locations.db_path, locations)
-    deadline = time.time() + 60
-    while time.time() < deadline and not list(locations.db_path.parent.glob("*.rebuild-*")):
-        time.sleep(0.005)
-    time.sleep(0.3)
+    try:
+        building = wait_for_rows_in_the_rebuild(locations.db_path, proc)
+    finally:
+        proc.send_signal(signal.SIGSTOP)  # frozen first, so the check below sees the state the kill hits
+    assert building.exists(), "the kill should land mid-rebuild"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert list(locations.db_path.parent.glob("*.rebuild-*")), "the kill should land mid-rebuild"
+    assert building.exists()
     survivor = store.open_index(locations.db_path)
     assert snapshot(survivor) == expected
     rebuild(locations)
     assert not list(locations.db_path.parent.glob("*.rebuild-*"))
     assert snapshot(store.open_index(locations.db_path)) == expected
+
+
+def wait_for_rows_in_the_rebuild(live, proc, timeout: float = 120):
+    """The rebuild's file, once it holds committed rows (the rebuild is under way, not done)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        for path in live.parent.glob(f"{live.name}.rebuild-*"):
+            if path.name.endswith(("-wal", "-shm", "-journal")):
+                continue
+            try:
+                reader = db.connect(str(path), readonly=True)
+                try:
+                    if reader.execute("SELECT 1 FROM entries LIMIT 1").fetchone():
+                        return path
+                finally:
+                    reader.close()
+            except db.DatabaseError:
+                pass  # not created, or its tables not yet committed
+        time.sleep(0.002)
+    raise AssertionError(f"the rebuild's file never held rows (rebuild exit status {proc.poll()})")

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from pijournal import Journal
+from test_cli import immutable  # noqa: F401  (a fixture)
 
 START_TIMEOUT = 30
 
@@ -151,6 +152,14 @@ def wait_indexed(server: Server, token: str, timeout: float = 15) -> None:
     pytest.fail(f"the background indexer did not catch up:\n{server.output}")
 
 
+def background_tasks(server: Server, opener) -> tuple[bool, list[str]]:
+    """Whether Datasette has launched its background tasks, and their names (/-/tasks.json, root only)."""
+    status, body = get(f"{server.url}/-/tasks.json", opener=opener)
+    assert status == 200, body
+    data = json.loads(body)
+    return data["launched"], [t["name"] for t in data["tasks"]]
+
+
 def login(link: str):
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
@@ -191,6 +200,7 @@ def test_serve_loopback_login_token_and_background_indexing(env, agent_dir, home
 
     # root logs in with the printed link (once) and sees the pages and the index
     opener = login(link)
+    assert background_tasks(server, opener) == (True, ["pi-memory-indexer"])
     status, body = get(f"{server.url}/-/pi-memory", opener=opener)
     assert status == 200 and "the heron pipeline is flaky" in body
     status, body = get(f"{server.url}/history/sessions", opener=opener)
@@ -255,9 +265,10 @@ def test_serve_without_background_indexing(env, agent_dir, home, servers):
     journal.user("nothing indexes the grebe")
     server = Server(env, "--no-index")
     servers.append(server)
-    server.wait_ready()
+    link = server.wait_ready()
     token = pimem(env, "token").strip()
-    time.sleep(1.5)
+    # Background tasks have launched and none indexes: nothing can index the journal from now on.
+    assert background_tasks(server, login(link)) == (True, [])
     cwd = urllib.parse.quote(str(home / "Apps/prjct"))
     status, body = get(f"{server.url}/-/pi-memory/api/search?q=grebe&cwd={cwd}", token)
     assert json.loads(body)["results"] == []
@@ -279,3 +290,31 @@ def test_serve_on_a_port_in_use_is_a_one_line_error(agent_dir):
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "--port" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "Uvicorn running" not in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize("args, says, code", [
+    (["--port", "99999"], "99999 is not in the range 1<=x<=65535", 2),
+    (["--port", "0"], "0 is not in the range 1<=x<=65535", 2),
+    (["--host", "not a host!"], "--host takes an address of this machine (e.g. --host 127.0.0.1)", 1),
+    (["--host", ""], "--host needs an address of this machine (e.g. --host 127.0.0.1)", 1),
+])
+def test_a_bad_port_or_host_is_one_line_not_a_traceback(env, args, says, code):
+    result = subprocess.run([sys.executable, "-m", "pimem_index", "serve", *args],
+                            capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode == code, result.stderr
+    assert says in result.stderr
+    assert "Traceback" not in result.stderr and "Uvicorn running" not in result.stderr + result.stdout
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1
+
+
+def test_serve_on_a_read_only_index_says_it_cannot_be_written(env, agent_dir, immutable):
+    db_path = agent_dir / "pi-memory" / "history.sqlite"
+    pimem(env, "index")
+    immutable(db_path, db_path.parent)
+    result = subprocess.run([sys.executable, "-m", "pimem_index", "serve", "--port", str(free_port())],
+                            capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode == 1
+    assert f"cannot write {db_path}; check its permissions" in result.stderr
+    assert "not a pimem index" not in result.stderr and "delete" not in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1

@@ -28,7 +28,7 @@ const TIMEOUT_MS = 60_000;
 
 const Parameters = Type.Object({
 	action: StringEnum(["search", "read", "summaries"] as const, { description: "search | read | summaries" }),
-	query: Type.Optional(Type.String({ description: "Search terms; omit for the most recent entries" })),
+	query: Type.Optional(Type.String({ description: "Search terms, at most 64 distinct words; omit for the most recent entries" })),
 	entryId: Type.Optional(Type.String({ description: "Entry id from a search result (read)" })),
 	sessionId: Type.Optional(Type.String({ description: "Session id: limits the search, or picks the entry when an id is ambiguous" })),
 	since: Type.Optional(Type.String({ description: "Only entries at or after this date, e.g. 2026-03-01" })),
