@@ -1,4 +1,9 @@
-"""The `pimem` command: index, search, read and serve Pi's session journals."""
+"""The `pimem` command: index, search and read Pi's session journals.
+
+Commands that need more than the library (`serve`, `token` and `pi`, which need Datasette) come
+from packages registered under the `pimem_index.commands` entry-point group, loaded only when a
+command is not found here or the command list is shown, so this package never imports them.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import contextlib
 import functools
 import os
 import sys
+from importlib.metadata import entry_points
 
 import click
 import orjson
@@ -15,8 +21,38 @@ from .errors import UserError
 from .locations import Locations, resolve
 
 
+COMMAND_PLUGINS = "pimem_index.commands"  # entry points: a function that adds commands to the pimem group
+
+
 class Group(click.Group):
-    """Turns user errors and SQLite trouble into one line on stderr and exit status 1."""
+    """Turns user errors and SQLite trouble into one line on stderr and exit status 1, and adds the
+    commands of command plugins the first time a command is not found or the list is shown."""
+
+    plugins_loaded = False
+
+    def list_commands(self, ctx):
+        self.load_plugins()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx, cmd_name):
+        command = super().get_command(ctx, cmd_name)
+        if command is None and not self.plugins_loaded:
+            self.load_plugins()
+            command = super().get_command(ctx, cmd_name)
+        return command
+
+    def load_plugins(self) -> None:
+        """Call each `pimem_index.commands` entry point with this group, once; a plugin that fails
+        costs its own commands and one line on stderr, never the library's commands."""
+        if self.plugins_loaded:
+            return
+        self.plugins_loaded = True
+        for plugin in entry_points(group=COMMAND_PLUGINS):
+            try:
+                plugin.load()(self)
+            except Exception as e:
+                click.echo(f"pimem: skipped the commands of plugin {plugin.name} ({plugin.value}): "
+                           f"{type(e).__name__}: {e}", err=True)
 
     def invoke(self, ctx):
         try:
@@ -556,86 +592,3 @@ def read(locations: Locations, entry_id, session_id, cwd, scope, offset, as_json
     else:
         raise UserError(f"no entry {entry_id} in the {data['scope']} scope "
                         "(try --scope global, or pimem search to find ids)")
-
-
-@cli.command()
-@common
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default)")
-@click.option("--port", default=8001, show_default=True, type=click.IntRange(1, 65535), help="Port to bind")
-@click.option("--no-index", is_flag=True, help="Serve without indexing in the background")
-def serve(locations: Locations, host, port, no_index):
-    """Run Datasette with the pi-memory plugin on the index, indexing in the background.
-
-    Prints a login link for the reviewer (root). Journal text needs that login or an API
-    token (pimem token); anonymous visitors see nothing.
-
-    \b
-    Example:
-        pimem serve --port 8001
-    """
-    from datasette_pi_memory.serve import serve as run
-
-    run(locations, host=host, port=port, background_index=not no_index)
-
-
-@cli.command()
-@common
-def token(locations: Locations):
-    """Print an API token the Pi tool can use against pimem serve (restricted to pi-memory).
-
-    \b
-    Example:
-        curl -H "Authorization: Bearer $(pimem token)" http://127.0.0.1:8001/-/pi-memory/api/status
-    """
-    from datasette_pi_memory.serve import make_token
-
-    click.echo(make_token(locations))
-
-
-@cli.group()
-def pi():
-    """Install or remove the memory_context tool in Pi."""
-
-
-@pi.command(name="install")
-@common
-@click.option("--url", default="http://127.0.0.1:8001", show_default=True,
-              help="Where pimem serve answers")
-def pi_install(locations: Locations, url):
-    """Put the memory_context extension into Pi's extensions folder, with a token to reach pimem serve.
-
-    The URL and token go to <agent folder>/pi-memory/pi-tool.json (mode 0600), which the
-    extension reads. Run it again after changing the port; it replaces both files.
-
-    \b
-    Example:
-        pimem pi install --url http://127.0.0.1:8001
-    """
-    from datasette_pi_memory.serve import make_token
-
-    from . import pi_tool
-
-    if not url.startswith(("http://", "https://")):
-        raise UserError(f"--url must be an http(s) address (e.g. --url http://127.0.0.1:8001), not {url!r}")
-    written = pi_tool.install(locations.agent, url.rstrip("/"), make_token(locations))
-    for path in written:
-        click.echo(f"Wrote {path}")
-    click.echo("Restart Pi to load the memory_context tool; keep `pimem serve` running.")
-
-
-@pi.command(name="uninstall")
-@common
-def pi_uninstall(locations: Locations):
-    """Remove the memory_context extension and its settings from the agent folder.
-
-    \b
-    Example:
-        pimem pi uninstall
-    """
-    from . import pi_tool
-
-    removed = pi_tool.uninstall(locations.agent)
-    for path in removed:
-        click.echo(f"Removed {path}")
-    if not removed:
-        click.echo("The memory_context tool was not installed.")
