@@ -14,7 +14,7 @@ from datasette.permissions import Action, PermissionSQL
 from pimem_index import query
 
 from . import access, background, render, views
-from .state import ACTION, ACTION_ABBR, AGENT_ID, forget, settings_for, state
+from .state import ACTION, ACTION_ABBR, AGENT_ID, discard_state, settings_for, state
 
 
 @hookimpl
@@ -91,9 +91,9 @@ def render_cell(row, value, column, table, pks, database, datasette, request, co
 @hookimpl
 def startup(datasette):
     async def inner():
-        pm = state(datasette)
-        if pm.settings.background_index:
-            background.start(datasette, pm)
+        memory = state(datasette)
+        if memory.settings.background_index:
+            background.start(datasette, memory)
 
     return inner
 
@@ -102,6 +102,6 @@ def startup(datasette):
 def shutdown(datasette):
     async def inner():
         await background.stop(datasette)
-        forget(datasette)
+        discard_state(datasette)
 
     return inner

@@ -85,14 +85,14 @@ async def _terminate(proc) -> None:
         await proc.wait()
 
 
-def start(datasette, pm) -> None:
+def start(datasette, memory) -> None:
     """Register the supervised indexer with Datasette's background tasks."""
-    locations = pm.locations
+    locations = memory.locations
 
     async def pi_memory_indexer(ds):
         await _supervise(ds, locations)
 
-    pm.indexer = datasette.add_background_task(pi_memory_indexer, name="pi-memory-indexer")
+    memory.indexer = datasette.add_background_task(pi_memory_indexer, name="pi-memory-indexer")
 
 
 async def stop(datasette) -> None:

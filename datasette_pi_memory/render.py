@@ -34,11 +34,11 @@ def _same_file(a, b) -> bool:
 def entry_cell(row, column, table, pks, database, datasette, request):
     if table != RENDER_TABLE or column != RENDER_COLUMN or request is None or not database:
         return None
-    pm = state(datasette)
-    if database != pm.settings.database:
+    memory = state(datasette)
+    if database != memory.settings.database:
         return None
     ds_db = datasette.databases.get(database)
-    if ds_db is None or not ds_db.path or not _same_file(ds_db.path, pm.locations.db_path):
+    if ds_db is None or not ds_db.path or not _same_file(ds_db.path, memory.locations.db_path):
         return None
     if list(pks or ()) != ["rowid"]:
         return None
@@ -49,9 +49,9 @@ def entry_cell(row, column, table, pks, database, datasette, request):
         return None
 
     async def inner():
-        if pm.page_refusal(request.actor) or not await datasette.allowed(action=ACTION, actor=request.actor):
+        if memory.page_refusal(request.actor) or not await datasette.allowed(action=ACTION, actor=request.actor):
             return None
-        data = await pm.run(browse.entry_text, pm.locations, rowid, PREVIEW_CHARS)
+        data = await memory.run(browse.entry_text, memory.locations, rowid, PREVIEW_CHARS)
         if data is None:
             return None
         return cell_html(datasette, data, length)

@@ -212,7 +212,8 @@ def state(datasette) -> PiMemory:
         return found
 
 
-def forget(datasette) -> None:
+def discard_state(datasette) -> None:
+    """Drop this Datasette's PiMemory and close its threads and connections (at shutdown)."""
     with _lock:
         found = _states.pop(datasette, None)
     if found is not None:

@@ -32,15 +32,15 @@ async def api_view(datasette, request):
     if not await allowed(datasette, request):
         return _json_denied(request)
     action = request.url_vars["action"]
-    pm = state(datasette)
+    memory = state(datasette)
     params = api.Params.from_request(request)
     try:
-        data = await pm.run(api.call, pm.locations, action, params, pm.max_scope_for(request.actor))
+        data = await memory.run(api.call, memory.locations, action, params, memory.max_scope_for(request.actor))
     except UserError as e:
         return Response.json({"error": str(e)}, status=400)
     except db.DatabaseError as e:
         logger.exception("pi-memory index error")
-        return Response.json({"error": db.describe_error(e, pm.locations.db_path)}, status=500)
+        return Response.json({"error": db.describe_error(e, memory.locations.db_path)}, status=500)
     except Exception:
         logger.exception("pi-memory API error on %s", request.path)
         return Response.json({"error": "internal error in the pi-memory API; the server log has the details"},
@@ -110,17 +110,17 @@ def _overview(conn, locations):
 
 async def index_page(datasette, request):
     await ensure_pages_allowed(datasette, request)
-    pm = state(datasette)
-    data = await pm.run(_overview, pm.locations)
-    max_scope = pm.max_scope_for(request.actor)
+    memory = state(datasette)
+    data = await memory.run(_overview, memory.locations)
+    max_scope = memory.max_scope_for(request.actor)
     return await render(datasette, request, "pi_memory_index.html", {
         **data,
         "chart": html.activity_svg(data["activity"]),
         "scopes": _scopes(max_scope),
         "scope": _page_default_scope(max_scope),
-        "locations": pm.locations,
+        "locations": memory.locations,
         "empty": data["status"]["journals_total"] == 0,
-        "folders_exist": [(str(d), d.is_dir()) for d in pm.locations.sessions_dirs],
+        "folders_exist": [(str(d), d.is_dir()) for d in memory.locations.sessions_dirs],
     })
 
 
@@ -154,14 +154,14 @@ async def search_page(datasette, request):
 
 async def _search_or_summaries(datasette, request, action: str):
     await ensure_pages_allowed(datasette, request)
-    pm = state(datasette)
-    max_scope = pm.max_scope_for(request.actor)
+    memory = state(datasette)
+    max_scope = memory.max_scope_for(request.actor)
     params = api.Params.from_request(request)
     params.journal = None  # the pages do not index on demand
     params.scope = params.scope or _page_default_scope(max_scope)
     params.limit = params.limit or "20"
     searched = action == "summaries" or "q" in request.args or bool(params.kinds)
-    data = await pm.run(_search_page_data, pm.locations, action, params, max_scope, searched)
+    data = await memory.run(_search_page_data, memory.locations, action, params, max_scope, searched)
     from pimem_index import journal
 
     kinds = journal.SUMMARY_KINDS if action == "summaries" else journal.KINDS
@@ -188,8 +188,8 @@ def _read_data(conn, locations, params: api.Params, max_scope):
 
 async def read_page(datasette, request):
     await ensure_pages_allowed(datasette, request)
-    pm = state(datasette)
-    max_scope = pm.max_scope_for(request.actor)
+    memory = state(datasette)
+    max_scope = memory.max_scope_for(request.actor)
     params = api.Params.from_request(request)
     if not params.id:
         return await render(datasette, request, "pi_memory_read.html", {
@@ -201,7 +201,7 @@ async def read_page(datasette, request):
     try:
         if params.scope == "project" and not params.cwd:
             raise UserError("scope 'project' needs cwd (e.g. cwd=/home/u/Apps/prjct)")
-        reply = await pm.run(_read_data, pm.locations, params, max_scope)
+        reply = await memory.run(_read_data, memory.locations, params, max_scope)
     except UserError as e:
         error = str(e)
     return await render(datasette, request, "pi_memory_read.html", {
@@ -217,7 +217,7 @@ def _session_data(conn, locations, session_id, offset):
 
 async def session_page(datasette, request):
     await ensure_pages_allowed(datasette, request)
-    pm = state(datasette)
+    memory = state(datasette)
     session_id = request.url_vars["session_id"]
     try:
         offset = int(request.args.get("offset") or 0)
@@ -227,7 +227,7 @@ async def session_page(datasette, request):
         return await render(datasette, request, "pi_memory_read.html", {
             "params": api.Params(), "reply": None,
             "error": "offset must be a whole number, 0 or more (e.g. offset=200)"}, status=400)
-    data = await pm.run(_session_data, pm.locations, session_id, offset)
+    data = await memory.run(_session_data, memory.locations, session_id, offset)
     if data is None:
         raise NotFound(f"No indexed session {session_id}")
     return await render(datasette, request, "pi_memory_session.html", {"session": data})

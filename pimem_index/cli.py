@@ -142,7 +142,7 @@ def index_cmd(locations: Locations, journals, as_json, watch, interval):
     """Index new journal lines: the given JOURNALS, else every journal, newest first.
 
     \b
-    Example:
+    Examples:
         pimem index
         pimem index ~/.pi/agent/sessions/--home-u-app--/2026-03-15T22-40-18-123Z_0b6e.jsonl
     """
@@ -441,7 +441,7 @@ def search_options(fn):
                      help="Entry kind, repeatable: " + ", ".join(query.journal.KINDS)),
         click.option("--limit", default=query.DEFAULT_LIMIT, show_default=True, metavar="N",
                      help=f"Results, 1 to {query.MAX_LIMIT}"),
-        click.option("--json", "as_json", is_flag=True, help="Print the contract's JSON"),
+        click.option("--json", "as_json", is_flag=True, help="Print JSON (the same shape as the HTTP API)"),
         click.option("--no-index", is_flag=True, help="Search the index as it is, without indexing new lines first"),
     ]
     for option in reversed(options):
@@ -554,7 +554,7 @@ def _mark(text: str, terms: list[str]) -> str:
               help="Folder whose project to read in [default: the current folder]")
 @click.option("--scope", type=str, default="project", show_default=True, help="session, project or global")
 @click.option("--offset", default="0", metavar="N", help="Character offset of the page (16,000 a page)")
-@click.option("--json", "as_json", is_flag=True, help="Print the contract's JSON")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (the same shape as the HTTP API)")
 @click.option("--no-index", is_flag=True, help="Read from the index as it is, without indexing new lines first")
 def read(locations: Locations, entry_id, session_id, cwd, scope, offset, as_json, no_index):
     """Print one entry's redacted text, reread from its journal.

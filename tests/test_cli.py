@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -201,6 +202,30 @@ def test_help_lists_every_command(run):
     out = run("--help").output
     for command in ("index", "status", "search", "read", "summaries", "rebuild", "serve", "token"):
         assert f"  {command}" in out
+
+
+def every_command_path(group: click.Group, ctx: click.Context) -> list[list[str]]:
+    """The argument lists naming each command and subcommand of the group, plugins' included."""
+    paths = []
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        paths.append([name])
+        if isinstance(command, click.Group):
+            paths += [[name, *sub] for sub in every_command_path(command, ctx)]
+    return paths
+
+
+def test_no_help_text_speaks_of_a_contract_the_user_never_saw(run):
+    paths = every_command_path(cli, click.Context(cli))
+    assert ["pi", "install"] in paths and ["search"] in paths
+    for path in paths:
+        assert "contract" not in run(*path, "--help").output, path
+
+
+@pytest.mark.parametrize("command", ["search", "summaries", "read"])
+def test_json_option_help_says_the_json_is_the_http_api_shape(run, command):
+    out = run(command, "--help").output
+    assert "Print JSON (the same shape as the HTTP API)" in out
 
 
 def test_pi_install_writes_extension_and_private_settings_then_uninstall_removes_them(run, agent_dir):
