@@ -13,6 +13,8 @@ import logging
 import signal
 import sys
 
+from pimem_index.cli import watch_command
+
 logger = logging.getLogger("datasette_pi_memory")
 
 INTERVAL_SECONDS = 1.0
@@ -21,15 +23,6 @@ STOP_GRACE_SECONDS = 5.0
 
 _children: dict = {}
 _stopping: set = set()
-
-
-def command(locations) -> list[str]:
-    """The child's command line: the same index and journal folders as the server."""
-    cmd = [sys.executable, "-m", "pimem_index", "index", "--watch",
-           "--interval", str(INTERVAL_SECONDS), "--db", str(locations.db_path)]
-    for folder in locations.extra_dirs:
-        cmd += ["--sessions-dir", str(folder)]
-    return cmd
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
@@ -44,7 +37,7 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
 
 async def _supervise(datasette, locations) -> None:
     failures = 0
-    cmd = command(locations)
+    cmd = watch_command(locations, INTERVAL_SECONDS)
     while id(datasette) not in _stopping:
         kwargs = {}
         if sys.platform.startswith("linux"):

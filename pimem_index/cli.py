@@ -89,6 +89,21 @@ def common(fn):
     return wrapper
 
 
+def location_args(locations: Locations) -> list[str]:
+    """The --db and --sessions-dir arguments that give another pimem process these locations."""
+    args = ["--db", str(locations.db_path)]
+    for folder in locations.extra_dirs:
+        args += ["--sessions-dir", str(folder)]
+    return args
+
+
+def watch_command(locations: Locations, interval: float) -> list[str]:
+    """The command line of a `pimem index --watch` process on these locations (what pimem serve
+    supervises), run with this interpreter."""
+    return [sys.executable, "-m", "pimem_index", "index", "--watch", "--interval", str(interval),
+            *location_args(locations)]
+
+
 def open_index(locations: Locations, *, create: bool = True) -> db.Connection:
     """The index, or a one-line error saying what is wrong with its path.
 

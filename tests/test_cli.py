@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 
 import click
 import pytest
 from click.testing import CliRunner
 
 from pimem_index import db
-from pimem_index.cli import cli
+from pimem_index.cli import cli, watch_command
 from pimem_index.errors import UserError
+from pimem_index.locations import resolve
+from pijournal import Journal
 
 SECRET = "sk-" + "ant-" + "api03-" + "Hq7Lm2Xv9Rt4Wz8Kp3Nb6Yc1Df5Gs0Ja"
 
@@ -202,6 +206,33 @@ def test_help_lists_every_command(run):
     out = run("--help").output
     for command in ("index", "status", "search", "read", "summaries", "rebuild", "serve", "token"):
         assert f"  {command}" in out
+
+
+def indexed_journals(db_path) -> set[str]:
+    """The journal paths an index file holds, read without creating or changing it."""
+    with contextlib.closing(db.connect(str(db_path), readonly=True)) as conn:
+        return {path for (path,) in conn.execute("SELECT path FROM files")}
+
+
+def test_the_watch_command_indexes_the_given_index_and_folders_only(populated, agent_dir, tmp_path):
+    unlisted = Journal(tmp_path / "unlisted", str(tmp_path), header=True)
+    unlisted.user("a folder nobody passed")
+    db_path = tmp_path / "elsewhere.sqlite"
+    locations = resolve(str(db_path), [str(populated["extra_dir"])])
+    child = subprocess.Popen(watch_command(locations, 0.1), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    wanted = {str(populated[k].path) for k in ("a", "b", "extra")}
+    try:
+        deadline = time.monotonic() + 30
+        while child.poll() is None and time.monotonic() < deadline:
+            if db_path.exists() and wanted <= indexed_journals(db_path):
+                break
+            time.sleep(0.1)
+    finally:
+        child.terminate()
+        child.wait(timeout=10)
+    assert indexed_journals(db_path) == wanted
+    assert str(unlisted.path) not in indexed_journals(db_path)
+    assert not (agent_dir / "pi-memory" / "history.sqlite").exists()
 
 
 def every_command_path(group: click.Group, ctx: click.Context) -> list[list[str]]:
