@@ -20,7 +20,7 @@ from pathlib import Path
 
 import click
 
-from pimem_index import db, store
+from pimem_index.cli import open_index
 from pimem_index.errors import UserError
 from pimem_index.locations import Locations
 
@@ -121,10 +121,7 @@ def serve(locations: Locations, host: str = "127.0.0.1", port: int = 8001,
     """Run Datasette with this plugin on the index until interrupted."""
     from datasette.cli import serve as datasette_serve
 
-    try:
-        store.open_index(locations.db_path).close()
-    except (OSError, db.DatabaseError) as e:
-        raise UserError(db.describe_error(e, locations.db_path)) from None
+    open_index(locations).close()  # the index's path problems, worded as every pimem command words them
     _check_port(host, port)
     secret = ensure_secret(locations)
     database = Path(locations.db_path).stem

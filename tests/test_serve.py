@@ -318,3 +318,14 @@ def test_serve_on_a_read_only_index_says_it_cannot_be_written(env, agent_dir, im
     assert f"cannot write {db_path}; check its permissions" in result.stderr
     assert "not a pimem index" not in result.stderr and "delete" not in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_serve_on_a_folder_as_index_asks_for_the_index_file_as_every_command_does(env, tmp_path):
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    result = subprocess.run([sys.executable, "-m", "pimem_index", "serve", "--db", str(folder),
+                             "--port", str(free_port())], capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode == 1
+    assert result.stderr == (f"Error: {folder} is a folder; --db takes the index file "
+                             f"(e.g. --db {folder / 'history.sqlite'})\n")
+    assert "Uvicorn running" not in result.stdout and list(folder.iterdir()) == []
