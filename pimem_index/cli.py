@@ -28,7 +28,7 @@ class Group(click.Group):
     """Turns user errors and SQLite trouble into one line on stderr and exit status 1, and adds the
     commands of command plugins the first time a command is not found or the list is shown."""
 
-    plugins_loaded = False
+    plugins_loaded: bool = False
 
     def list_commands(self, ctx):
         self.load_plugins()
