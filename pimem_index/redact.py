@@ -11,7 +11,7 @@ knows what was there::
     -----BEGIN RSA PRIVATE KEY-----[REDACTED]-----END RSA PRIVATE KEY-----
 
 ``KINDS`` maps every kind of secret covered to a one-line description (the
-README lists them).
+docs/redaction.md lists them).
 
 How it stays fast (it runs on every indexed entry and every output):
 
@@ -948,7 +948,7 @@ _ASSIGNMENT_DESCRIPTION = (
     "and headers such as X-Api-Key"
 )
 
-#: Kinds that another rule covers, listed for the README.
+#: Kinds that another rule covers, listed in docs/redaction.md.
 _COVERED_BY_OTHER_RULES = {
     "database_url": "database URLs with a password (postgres, mysql, mongodb, redis, ...): url_userinfo",
     "env_export": ".env lines and `export NAME=value` with secret-like names: secret_assignment",
