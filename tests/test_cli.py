@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -289,30 +288,6 @@ def test_index_still_takes_a_deleted_journal_it_knows_so_its_rows_go(run, popula
 
 
 # ---- one line per kind of trouble with the index (issue 14 item 7) ------------------------------------
-
-
-@pytest.fixture
-def immutable():
-    """Make paths unwritable even for root (chattr +i; chmod a-w for other users), undone afterwards."""
-    made: list = []
-
-    def freeze(*paths):
-        for path in paths:
-            if os.geteuid() == 0:
-                if shutil.which("chattr") is None or subprocess.run(
-                        ["chattr", "+i", str(path)], capture_output=True).returncode != 0:
-                    pytest.skip("running as root without chattr +i: cannot make a path read-only")
-                made.append(("chattr", path))
-            else:
-                made.append(("chmod", path, os.stat(path).st_mode))
-                os.chmod(path, os.stat(path).st_mode & ~0o222)
-
-    yield freeze
-    for undo in reversed(made):
-        if undo[0] == "chattr":
-            subprocess.run(["chattr", "-i", str(undo[1])], check=True)
-        else:
-            os.chmod(undo[1], undo[2])
 
 
 def assert_one_line(result, exit_code: int = 1) -> str:

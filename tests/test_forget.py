@@ -12,7 +12,7 @@ from pimem_index.cli import cli
 from pimem_index.errors import UserError
 from pimem_index.indexer import index_all, rebuild
 
-from test_indexer import vocab
+from indexed import vocab
 
 
 @pytest.fixture
@@ -141,28 +141,6 @@ def test_cli_forget_list_and_unforget(agent_dir, conn, locations, session_pair):
 
 
 # ---- a forgotten session is gone from every table, rebuild or not ----------------------------------
-
-
-@pytest.fixture
-def forgotten_session(agent_dir, locations, new_journal, home):
-    """Two named sessions in two projects, indexed; then `pimem forget --session` on the first."""
-    gone = new_journal("Apps/hushproj")
-    gone.session_info("Plan the quokka surprise")
-    gone.user("quokka details nobody may see")
-    gone.compaction("quokka summary")
-    kept = new_journal("Apps/keptproj")
-    kept.session_info("Ordinary wombat work")
-    kept.user("wombat and quokka notes")
-    runner = CliRunner()
-    assert runner.invoke(cli, ["index"]).exit_code == 0
-    result = runner.invoke(cli, ["forget", "--session", gone.session_id])
-    assert result.exit_code == 0, result.output
-    return {
-        "gone": gone, "kept": kept,
-        # what nothing may show once the session is forgotten: its id, name, folder and path
-        "secrets": (gone.session_id, "Plan the quokka surprise", "hushproj", str(gone.path)),
-        "kept_marks": (kept.session_id, "Ordinary wombat work", str(home / "Apps/keptproj"), str(kept.path)),
-    }
 
 
 def every_row(db_path) -> str:

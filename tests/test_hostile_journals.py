@@ -31,7 +31,7 @@ from pimem_index.locations import resolve
 
 from datasette_pi_memory.serve import make_token
 from pijournal import Journal
-from test_plugin import bearer, make_datasette
+from plugin_world import bearer, make_datasette
 
 DEEP = 1025  # one level deeper than orjson reads; the standard library raises RecursionError
 

@@ -18,29 +18,11 @@ import pytest
 from pimem_index import forget, indexer, parsing, query, reading, store
 from pimem_index.indexer import index_all, index_journal
 
+from commands import start_pimem
+from indexed import entry_count, snapshot, vocab
+from pijournal import make_corpus
+
 SECRET = "gh" + "p_" + "Zq8xK2mN4pR6tV9wY1bD3fH5jL7nQ0sU2xA4"
-
-
-def vocab(conn) -> dict[str, int]:
-    """Every term in the index with the number of entries that hold it."""
-    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab('main', 'entries_fts', 'row')")
-    return dict(conn.execute("SELECT term, doc FROM temp.vocab").fetchall())
-
-
-def snapshot(conn) -> tuple[list, dict]:
-    """The index's meaning, independent of row ids: entries by journal and the term counts."""
-    rows = conn.execute(
-        "SELECT f.path, e.id, e.kind, e.role, e.tool, e.line, e.offset, e.length, e.fingerprint, "
-        "e.session_id, e.timestamp, e.chars FROM entries e JOIN files f ON f.id = e.file_id "
-        "ORDER BY f.path, e.offset").fetchall()
-    return rows, vocab(conn)
-
-
-def entry_count(conn, path=None) -> int:
-    if path is None:
-        return conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
-    return conn.execute("SELECT COUNT(*) FROM entries e JOIN files f ON f.id = e.file_id WHERE f.path = ?",
-                        (str(path),)).fetchone()[0]
 
 
 def full_session(j, marker: str = "walrus"):
@@ -355,34 +337,13 @@ def test_backfill_defers_to_a_live_lease_but_named_journals_still_index(conn, lo
     assert report.entries_added == 1
 
 
-def make_corpus(new_journal, sessions: int, turns: int) -> list:
-    words = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi "
-             "rho sigma tau upsilon phi chi psi omega").split()
-    out = []
-    for s in range(sessions):
-        j = new_journal(f"Apps/proj{s % 3}/sub{s}")
-        for t in range(turns):
-            w = " ".join(words[(s * 7 + t + k) % len(words)] for k in range(40))
-            j.user(f"turn {t} of session {s}: {w}")
-            j.assistant(f"answer {t} {w}", tool_calls=[("bash", {"command": f"echo {t}"})])
-            j.tool_result("bash", (w + "\n") * 30)
-        out.append(j)
-    return out
-
-
-def run_pimem(args, env_db, locations, **kw):
-    env = dict(os.environ, PIMEM_DB=str(env_db))
-    return subprocess.Popen([sys.executable, "-m", "pimem_index", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
-
-
 def test_two_indexers_at_once_lose_and_duplicate_nothing(tmp_path, locations, new_journal):
     journals = make_corpus(new_journal, sessions=12, turns=150)
     paths = [str(j.path) for j in journals]
     shared = tmp_path / "shared.sqlite"
     store.open_index(shared).close()
-    procs = [run_pimem(["index", *paths], shared, locations),
-             run_pimem(["index", *reversed(paths)], shared, locations)]
+    procs = [start_pimem(["index", *paths], shared),
+             start_pimem(["index", *reversed(paths)], shared)]
     for p in procs:
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err.decode()
@@ -398,7 +359,7 @@ def test_two_indexers_at_once_lose_and_duplicate_nothing(tmp_path, locations, ne
 def index_in_background(db_path, locations):
     """Start `pimem index` in a child process; return it and a connection, once it has written rows."""
     store.open_index(db_path).close()
-    proc = run_pimem(["index"], db_path, locations)
+    proc = start_pimem(["index"], db_path)
     watcher = store.open_index(db_path)
     deadline = time.time() + 120
     while time.time() < deadline and watcher.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 0:

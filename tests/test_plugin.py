@@ -19,40 +19,12 @@ from datasette_test import Datasette
 
 from pimem_index.indexer import index_all
 
-from datasette_pi_memory.serve import ensure_secret, make_token
+from datasette_pi_memory.serve import ensure_secret
 from datasette_pi_memory.state import ACTION, PLUGIN
+from plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette
 
-HERON = "heron pipeline deploy notes"
-FLUENT = "kestrel migration only in the fluenty project"
 CANARY = "CANARY-7f3e9b-outside-the-journal-folders"
-ROOT = {"id": "root"}
 API = ("search", "read", "summaries", "status")
-
-
-def make_datasette(locations, plugin_config=None, **kwargs) -> Datasette:
-    config = {"background_index": False, **(plugin_config or {})}
-    ds = Datasette([str(locations.db_path)], secret=ensure_secret(locations),
-                   plugin_config={PLUGIN: config}, **kwargs)
-    ds.root_enabled = True  # what `pimem serve` gets from Datasette's --root
-    return ds
-
-
-@pytest.fixture
-def world(conn, locations, new_journal, home):
-    """Two projects with a full conversation each, indexed."""
-    a = new_journal("Apps/prjct")
-    ids = {"user": a.user(f"please look at the {HERON}")}
-    ids["assistant"] = a.assistant("Running the tests now", tool_calls=[("bash", {"command": "pytest -q"})])
-    ids["tool_result"] = a.tool_result("bash", "heron ok\n" + "\n".join(f"line {i} of output" for i in range(400)))
-    ids["bash"] = a.bash("ls -la", "total 0")
-    ids["compaction"] = a.compaction("Summary: the heron pipeline was fixed", tokens_before=123456)
-    ids["branch_summary"] = a.branch_summary("Branch explored the heron rollback")
-    ids["script"] = a.user("show <script>alert('x')</script> heron markup")
-    b = new_journal("Apps/fluenty")
-    other = b.user(FLUENT)
-    index_all(conn, locations)
-    return {"a": a, "b": b, "ids": ids, "other": other, "cwd_a": str(home / "Apps/prjct"),
-            "cwd_b": str(home / "Apps/fluenty")}
 
 
 @pytest_asyncio.fixture
@@ -61,27 +33,6 @@ async def ds(locations, world):
     await datasette.invoke_startup()
     yield datasette
     await datasette.invoke_shutdown()
-
-
-@pytest.fixture
-def token(locations) -> str:
-    return make_token(locations)
-
-
-def bearer(token: str) -> dict:
-    return {"headers": {"Authorization": f"Bearer {token}"}}
-
-
-def api_path(action: str, world, **params) -> str:
-    from urllib.parse import urlencode
-
-    base = {"q": "heron", "cwd": world["cwd_a"]}
-    if action == "read":
-        base = {"id": world["ids"]["user"], "cwd": world["cwd_a"]}
-    if action == "status":
-        base = {}
-    base.update(params)
-    return f"/-/pi-memory/api/{action}?{urlencode(base, doseq=True)}"
 
 
 # ---- permissions on every route ---------------------------------------------------------------
