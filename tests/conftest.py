@@ -11,7 +11,7 @@ import pytest
 
 from click.testing import CliRunner
 
-from pimem_index import indexer, parsing, store
+from pimem_index import indexer, store
 from pimem_index.cli import cli
 from pimem_index.locations import resolve
 
@@ -136,19 +136,3 @@ def token(locations) -> str:
     from datasette_pi_memory.serve import make_token
 
     return make_token(locations)
-
-
-
-@pytest.fixture
-def parsing_processes(monkeypatch) -> list:
-    """The journals each parsing process was given, one list per process started."""
-    started: list = []
-    original = parsing._Stream
-
-    class Counted(original):
-        def __init__(self, produce, paths, *rest):
-            started.append(list(paths))
-            super().__init__(produce, paths, *rest)
-
-    monkeypatch.setattr(parsing, "_Stream", Counted)
-    return started

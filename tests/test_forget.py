@@ -7,12 +7,14 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from pimem_index import db, forget, indexer, query, store
+from pimem_index import db, forget, query, store
 from pimem_index.cli import cli
 from pimem_index.errors import UserError
 from pimem_index.indexer import index_all, rebuild
+from pimem_index.settings import IndexSettings
 
 from indexed import vocab
+from passes import Watch, threaded_or_bulk
 
 
 @pytest.fixture
@@ -179,12 +181,12 @@ def test_a_forgotten_session_stays_out_of_every_table_after_pimem_rebuild(locati
 
 @pytest.mark.parametrize("bulk", [False, True], ids=["parsing-thread", "parsing-processes"])
 def test_a_forgotten_session_stays_out_of_every_table_after_the_index_is_deleted(
-        locations, forgotten_session, monkeypatch, bulk):
-    if bulk:
-        monkeypatch.setattr(indexer, "COMPACT_AFTER_BYTES", 1)  # the multi-process pass
+        locations, forgotten_session, bulk):
     store.delete_index_files(locations.db_path)
     fresh = store.open_index(locations.db_path)
-    report = index_all(fresh, locations)
+    watch = Watch()
+    report = index_all(fresh, locations, settings=threaded_or_bulk(bulk, after_batch=watch))
+    assert set(watch.parsed_apart) == {bulk}  # the pass took the path under test
     assert report.files == 1 and report.bytes_read == forgotten_session["kept"].path.stat().st_size
     fresh.close()
     assert_forgotten_in_every_table(locations.db_path, forgotten_session)
@@ -253,16 +255,17 @@ def test_a_session_forgotten_through_another_index_leaves_this_one_at_its_next_p
     assert "gardenias" not in vocab(other) and "tulips" in vocab(other)
 
 
-def test_a_large_forgotten_journal_does_not_make_every_pass_a_bulk_pass(
-        locations, forgotten_session, monkeypatch, parsing_processes):
-    """Bulk passes start parsing processes; a forgotten journal's bytes are never pending work."""
+def test_a_large_forgotten_journal_does_not_make_every_pass_a_bulk_pass(locations, forgotten_session):
+    """Bulk passes parse in parsing processes; a forgotten journal's bytes are never pending work."""
     s = forgotten_session
     s["gone"].user("quokka " * 20_000)
-    monkeypatch.setattr(indexer, "COMPACT_AFTER_BYTES", 50_000)
+    s["kept"].user("a short wombat line")
     conn = store.open_index(locations.db_path)
-    index_all(conn, locations)
-    assert parsing_processes == []
+    steady = Watch()
+    index_all(conn, locations, settings=IndexSettings(bulk_bytes=50_000, after_batch=steady))
+    assert steady.parsed_apart == [False]  # the kept journal's line, parsed in a thread
     s["kept"].user("wombat " * 20_000)
-    index_all(conn, locations)
-    assert any(s["kept"].path in paths for paths in parsing_processes)
+    bulk = Watch()
+    index_all(conn, locations, settings=IndexSettings(bulk_bytes=50_000, after_batch=bulk))
+    assert bulk.parsed_apart == [True]
     assert_forgotten_in_every_table(locations.db_path, s)
