@@ -111,9 +111,9 @@ def in_processes(produce: Producer, paths: list[Path], args: tuple, *,
     items, about `message_bytes` of text each. Processes are started by `start_method`, by
     default forked, or spawned when the caller has threads (`_start_method`); they exit when
     this process dies, and are stopped when this generator is closed (the pass ended, Ctrl-C,
-    an error). Their errors are raised
-    here as they are; a death raises ParserStopped, unless a process died before it was
-    ready: then the journals are parsed in a thread here instead (`in_thread`).
+    an error). Their errors are raised here as they are; a death raises ParserStopped, unless
+    a process died before it was ready: then the journals are parsed in a thread here instead
+    (`in_thread`).
     """
     processes = max(1, min(processes, len(paths)))
     owners = _share_out(paths, processes)
