@@ -140,7 +140,7 @@ def test_read_prints_the_redacted_text(run, populated, home):
     assert data["status"] == "ok" and data["next_offset"] is None
 
 
-def test_summaries_command(run, populated, home):
+def test_summaries_lists_the_projects_compactions_not_its_messages(run, populated, home):
     run("index")
     data = json.loads(run("summaries", "--json", "--cwd", home / "Apps/prjct").output)
     assert data["action"] == "summaries"

@@ -250,7 +250,7 @@ def test_twenty_megabyte_line_is_indexed(conn, locations, new_journal):
     assert conn.execute("SELECT MAX(length) FROM entries").fetchone()[0] > 20_000_000
 
 
-def test_empty_file_and_header_only_file(conn, locations, sessions_dir, new_journal):
+def test_an_empty_journal_is_not_recorded_and_a_header_only_one_is(conn, locations, sessions_dir, new_journal):
     empty = sessions_dir / "--empty--" / "2026-01-01T00-00-00-000Z_x.jsonl"
     empty.parent.mkdir()
     empty.write_bytes(b"")

@@ -431,7 +431,7 @@ async def test_a_pointer_outside_the_folders_is_never_read(ds, world, conn, tmp_
 
 
 @pytest.mark.asyncio
-async def test_overview_page(ds, world):
+async def test_the_overview_shows_activity_and_recent_sessions_titled_by_their_first_message(ds, world):
     res = await ds.client.get("/-/pi-memory", actor=ROOT)
     assert res.status_code == 200
     text = res.text
@@ -453,7 +453,7 @@ async def test_search_page_highlights_and_escapes(ds, world):
 
 
 @pytest.mark.asyncio
-async def test_search_page_filters(ds, world):
+async def test_the_search_page_filters_by_kind_and_scope_and_rejects_a_bad_date(ds, world):
     res = await ds.client.get("/-/pi-memory/search",
                               params={"q": "heron", "scope": "global", "kind": "compaction"}, actor=ROOT)
     assert "the <mark>heron</mark> pipeline was fixed" in res.text
@@ -466,7 +466,7 @@ async def test_search_page_filters(ds, world):
 
 
 @pytest.mark.asyncio
-async def test_summaries_page(ds, world):
+async def test_the_summaries_page_shows_summaries_not_messages(ds, world):
     res = await ds.client.get("/-/pi-memory/summaries", params={"scope": "global"}, actor=ROOT)
     assert res.status_code == 200
     assert "the heron pipeline was fixed" in res.text and "Branch explored the heron rollback" in res.text

@@ -134,7 +134,7 @@ def test_serve_loopback_login_token_and_background_indexing(env, agent_dir, home
     assert indexer_pids(db_path) == []
 
 
-def test_serve_on_a_missing_pi_folder(env, agent_dir, home, servers):
+def test_serve_on_a_missing_pi_folder_starts_and_finds_the_first_journal_later(env, agent_dir, home, servers):
     os.rmdir(agent_dir / "sessions")
     server = Server(env)
     servers.append(server)
@@ -161,7 +161,7 @@ def test_serve_on_a_missing_pi_folder(env, agent_dir, home, servers):
     assert found == [first]
 
 
-def test_serve_without_background_indexing(env, agent_dir, home, servers):
+def test_serve_no_index_starts_no_indexer_but_indexes_a_named_journal_on_demand(env, agent_dir, home, servers):
     journal = Journal(agent_dir / "sessions", str(home / "Apps/prjct"))
     journal.user("nothing indexes the grebe")
     server = Server(env, "--no-index")
