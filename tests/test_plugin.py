@@ -21,6 +21,7 @@ from pimem_index.indexer import index_all
 
 from datasette_pi_memory.serve import ensure_secret
 from datasette_pi_memory.state import ACTION, PLUGIN
+from pijournal import Journal
 from plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette
 
 CANARY = "CANARY-7f3e9b-outside-the-journal-folders"
@@ -300,10 +301,9 @@ def _refused(res) -> None:
 
 @pytest.mark.asyncio
 async def test_journal_outside_the_folders_is_refused_unread(ds, world, token, tmp_path, conn):
-    outside = tmp_path / "elsewhere" / "notes.jsonl"
-    outside.parent.mkdir()
-    outside.write_text(json.dumps({"type": "session", "id": "x", "cwd": "/", "timestamp": "2026-01-01T00:00:00.000Z"})
-                       + "\n" + json.dumps({"type": "message", "id": "c1", "message": {"role": "user", "content": CANARY}}) + "\n")
+    written = Journal(tmp_path, "/", path=tmp_path / "elsewhere" / "notes.jsonl")
+    written.user(CANARY)
+    outside = written.path
     _refused(await ds.client.get(api_path("search", world, q=CANARY, journal=str(outside)), **bearer(token)))
     # a named pipe: opening it would block, so a quick 400 shows it was never opened
     fifo = tmp_path / "elsewhere" / "pipe.jsonl"
