@@ -30,21 +30,13 @@ import orjson
 from . import db, forget, journal, parsing, reading, store
 from .locations import Locations
 from .parsing import ParserStopped  # noqa: F401  (raised through index_all)
+from .settings import IndexSettings, or_default
 
-# Small journals are written together until this much text is pending: fewer commits.
-GROUP_TEXT_BYTES = 8 * 1024 * 1024
 LEASE_KEY = "backfill_lease"
 LEASE_SECONDS = 120
 BACKFILL_KEY = "backfill"
-# A backfill that read this much merges the term index's segments afterwards.
-COMPACT_AFTER_BYTES = 32 * 1024 * 1024
 # How often a backfill renews its lease and publishes its progress.
 PROGRESS_SECONDS = 1.0
-# A bulk backfill parses in other processes, which send parsed journals in messages of
-# about this much text (a larger batch goes alone).
-MESSAGE_TEXT_BYTES = 1024 * 1024
-# A parsing thread runs up to this much text ahead of the writer.
-AHEAD_TEXT_BYTES = 3 * reading.BATCH_TEXT_BYTES
 # A journal that failed waits this long before a backfill pass tries it again, twice as long
 # after each failure in a row, up to RETRY_MAX_SECONDS (Failures).
 RETRY_FIRST_SECONDS = 60
@@ -189,13 +181,14 @@ def failed_journals(conn: db.Connection) -> list[dict]:
 
 
 def index_journal(conn: db.Connection, path: str | Path, *,
-                  forgotten: forget.Forgotten | None = None) -> IndexReport:
-    """Bring one journal's rows up to date with its complete lines.
+                  forgotten: forget.Forgotten | None = None, settings: IndexSettings | None = None) -> IndexReport:
+    """Bring one journal's rows up to date with its complete lines, in batches sized by `settings`.
 
     Entries in `forgotten` (by default, the decisions file in the agent folder) are skipped.
     A journal that fails is recorded (Failures), not raised; only the index's own errors are.
     """
     started = time.perf_counter()
+    settings = or_default(settings)
     path = os.path.abspath(os.fspath(path))
     if forgotten is None:
         forgotten = forget.load()
@@ -207,7 +200,9 @@ def index_journal(conn: db.Connection, path: str | Path, *,
                 work = reading.prepare(_file_row(conn, path), path, forgotten, forget.journal_row(conn, path))
                 if work is not None:
                     with work:
-                        _apply(conn, work, parsing.in_thread(work.batches(), AHEAD_TEXT_BYTES), report)
+                        batches = parsing.in_thread(work.batches(settings=settings.for_parsing()),
+                                                    settings.ahead_text_bytes)
+                        _apply(conn, work, batches, report, after_batch=settings.after_batch)
                 break
             except _Conflict:
                 continue
@@ -241,11 +236,12 @@ def _file_rows(conn: db.Connection) -> dict[str, tuple]:
 
 
 def _apply(conn: db.Connection, work: reading.Work, batches: Iterable["reading.Batch"], report: IndexReport,
-           commit_bytes: int = 0) -> None:
+           commit_bytes: int = 0, after_batch: Callable[[reading.Batch], None] | None = None) -> None:
     """Write a journal's batches; raises _Conflict when another indexer moved it meanwhile.
 
     Each batch commits on its own (or joins the caller's transaction); with `commit_bytes`,
     batches share transactions of about that much text, fewer commits for a large journal.
+    `after_batch` (IndexSettings) is called with each batch once it is written.
     """
     row = work.row
     if work.missing:
@@ -266,6 +262,8 @@ def _apply(conn: db.Connection, work: reading.Work, batches: Iterable["reading.B
             with _journal_trouble(work.path):
                 file_id = _write_batch(conn, work.path, work.st, batch, expected, reset)
             transactions.wrote(batch.text_bytes)
+            if after_batch is not None:
+                after_batch(batch)
             touched = True
             if reset:
                 report.reindexed += 1
@@ -327,11 +325,13 @@ def _touch(conn: db.Connection, file_id: int, st: os.stat_result, cursor: int) -
         )
 
 
-def _from_processes(paths: list[Path], rows: dict[str, tuple],
-                    forgotten: forget.Forgotten, gone: dict[str, tuple]) -> Iterator[tuple]:
+def _from_processes(paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgotten,
+                    gone: dict[str, tuple], settings: IndexSettings) -> Iterator[tuple]:
     """`reading.produce`'s items, parsed and redacted in processes beside this one (a bulk pass)."""
-    items = parsing.in_processes(reading.produce, paths, (rows, forgotten, gone), processes=parsing.process_count(),
-                                 message_bytes=MESSAGE_TEXT_BYTES, ahead_bytes=AHEAD_TEXT_BYTES)
+    items = parsing.in_processes(reading.produce, paths, (rows, forgotten, gone, settings.for_parsing()),
+                                 processes=settings.processes or parsing.process_count(),
+                                 message_bytes=settings.message_text_bytes, ahead_bytes=settings.ahead_text_bytes,
+                                 start_method=settings.start_method)
     try:
         for item in items:
             if item[0] == "batch":
@@ -592,16 +592,19 @@ def index_all(
     journals: Iterable[str | Path] | None = None,
     progress: Callable[[int, int, Path], None] | None = None,
     owner: str | None = None,
+    settings: IndexSettings | None = None,
 ) -> IndexReport:
-    """Index the given journals, or backfill every journal newest first under the lease."""
+    """Index the given journals, or backfill every journal newest first under the lease
+    (sizes, processes and a hook for each written batch from `settings`)."""
     started = time.perf_counter()
+    settings = or_default(settings)
     report = IndexReport()
     forgotten = forget.load(locations.memory_dir)
     forget.settle(conn, forgotten)
     if journals is not None:
         journals = list(journals)
         for done, path in enumerate(journals, 1):
-            report.add(index_journal(conn, path, forgotten=forgotten))
+            report.add(index_journal(conn, path, forgotten=forgotten, settings=settings))
             if progress:
                 progress(done, len(journals), Path(path))
         report.seconds = time.perf_counter() - started
@@ -626,7 +629,7 @@ def index_all(
             paths = [p for p in paths if p not in held]
         rows = _file_rows(conn)
         gone = forget.journal_rows(conn)
-        bulk = _pending_bytes(rows, paths, gone) >= COMPACT_AFTER_BYTES
+        bulk = _pending_bytes(rows, paths, gone) >= settings.bulk_bytes
         _merge_settings(conn, bulk=bulk)
         if bulk:  # pages are mostly appended: a small cache does, and the parsers get the memory
             conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
@@ -634,8 +637,8 @@ def index_all(
             with db.write(conn):  # a cold build: the indexes are sorted once its rows are in (below)
                 store.drop_entry_indexes(conn)
         last_write = time.monotonic()
-        for done, path in enumerate(_pipelined(conn, paths, rows, forgotten, gone, report, failures, bulk=bulk),
-                                    len(held) + 1):
+        for done, path in enumerate(_pipelined(conn, paths, rows, forgotten, gone, report, failures, settings,
+                                               bulk=bulk), len(held) + 1):
             if progress:
                 progress(done, total, path)
             if time.monotonic() - last_write >= PROGRESS_SECONDS and report.files:
@@ -647,7 +650,7 @@ def index_all(
                 last_write = time.monotonic()
         else:
             _record_backfill(conn, total, total, complete=True)
-            if report.bytes_read >= COMPACT_AFTER_BYTES:
+            if report.bytes_read >= settings.bulk_bytes:
                 compact(conn)
             _merge_settings(conn, bulk=False)
     finally:
@@ -702,7 +705,7 @@ def _merge_settings(conn: db.Connection, bulk: bool) -> None:
 
 
 def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgotten,
-               gone: dict[str, tuple], report: IndexReport, failures: Failures,
+               gone: dict[str, tuple], report: IndexReport, failures: Failures, settings: IndexSettings,
                bulk: bool = False) -> Iterator[Path]:
     """Index journals in order, parsing the next ones while this one is written.
 
@@ -711,18 +714,19 @@ def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], f
     indexer changed meanwhile is done again on its own. Yields each path once it is done.
     """
     if bulk:
-        items = _from_processes(paths, rows, forgotten, gone)
+        items = _from_processes(paths, rows, forgotten, gone, settings)
     else:
-        items = parsing.in_thread(reading.produce(paths, rows, forgotten, gone), AHEAD_TEXT_BYTES)
+        items = parsing.in_thread(reading.produce(paths, rows, forgotten, gone, settings.for_parsing()),
+                                  settings.ahead_text_bytes)
     try:
         with parsing.collecting_rarely() if bulk else contextlib.nullcontext():
-            yield from _write_all(conn, items, forgotten, report, failures)
+            yield from _write_all(conn, items, forgotten, report, failures, settings)
     finally:
         items.close()  # stops the thread or the processes at once, however this pass ends
 
 
 def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: forget.Forgotten,
-               report: IndexReport, failures: Failures) -> Iterator[Path]:
+               report: IndexReport, failures: Failures, settings: IndexSettings) -> Iterator[Path]:
     """The writing side of `_pipelined`: small journals grouped, large ones batch by batch.
 
     A journal that fails is recorded and skipped; a group it was in is written again without it.
@@ -734,7 +738,7 @@ def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: forget.Fo
         """Write the small journals gathered so far in one transaction (fewer FTS5 flushes)."""
         nonlocal group, group_bytes
         _write_group(conn, [(work, batches) for _p, work, batches in group if work is not None],
-                     forgotten, report, failures)
+                     forgotten, report, failures, settings)
         for path, work, _batches in group:
             if work is None:  # nothing left to index
                 failures.clear(os.path.abspath(path))
@@ -750,20 +754,21 @@ def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: forget.Fo
         if len(batches) < 2:
             group.append((path, work, batches))
             group_bytes += sum(b.text_bytes for b in batches)
-            if group_bytes >= GROUP_TEXT_BYTES:
+            if group_bytes >= settings.group_text_bytes:
                 yield from flush()
             continue
         yield from flush()
         part = IndexReport()
         rest = _until_end(items)
         try:
-            _apply(conn, work, itertools.chain(batches, rest), part, GROUP_TEXT_BYTES)
+            _apply(conn, work, itertools.chain(batches, rest), part, settings.transaction_text_bytes,
+                   settings.after_batch)
             report.add(part)
             failures.clear(work.path)
         except _Conflict:
             for _ in rest:
                 pass
-            report.add(index_journal(conn, path, forgotten=forgotten))
+            report.add(index_journal(conn, path, forgotten=forgotten, settings=settings))
         except JournalFailed as e:
             for _ in rest:
                 pass
@@ -773,7 +778,7 @@ def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: forget.Fo
 
 
 def _write_group(conn: db.Connection, group: list[tuple[reading.Work, list[reading.Batch]]],
-                 forgotten: forget.Forgotten, report: IndexReport, failures: Failures) -> None:
+                 forgotten: forget.Forgotten, report: IndexReport, failures: Failures, settings: IndexSettings) -> None:
     """Write small journals in one transaction. One that fails is recorded and the others are
     written again without it, as parsed; after a conflict each is done again on its own."""
     while group:
@@ -781,10 +786,10 @@ def _write_group(conn: db.Connection, group: list[tuple[reading.Work, list[readi
         try:
             with db.write(conn):
                 for work, batches in group:
-                    _apply(conn, work, batches, part)
+                    _apply(conn, work, batches, part, after_batch=settings.after_batch)
         except _Conflict:
             for work, _batches in group:
-                report.add(index_journal(conn, work.path, forgotten=forgotten))
+                report.add(index_journal(conn, work.path, forgotten=forgotten, settings=settings))
             return
         except JournalFailed as e:  # the transaction was rolled back
             _failed(failures, e, report)
@@ -875,7 +880,8 @@ def compact(conn: db.Connection, pages: int = 2000) -> int:
             return steps
 
 
-def rebuild(locations: Locations, progress: Callable[[int, int, Path], None] | None = None) -> IndexReport:
+def rebuild(locations: Locations, progress: Callable[[int, int, Path], None] | None = None,
+            settings: IndexSettings | None = None) -> IndexReport:
     """Build a new index beside the live one, then copy it in as one transaction.
 
     SQLite's backup API replaces the live index's pages atomically, so a server reading it
@@ -889,7 +895,7 @@ def rebuild(locations: Locations, progress: Callable[[int, int, Path], None] | N
     tmp = live.parent / f"{live.name}.rebuild-{os.getpid()}"
     new = store.open_index(tmp)
     try:
-        report = index_all(new, locations, progress=progress)
+        report = index_all(new, locations, progress=progress, settings=settings)
         compact(new)
         if live.exists():
             target = store.open_index(live)

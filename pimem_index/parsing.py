@@ -102,16 +102,18 @@ def in_thread(items: Iterator[tuple], ahead_bytes: int) -> Iterator[tuple]:
 
 
 def in_processes(produce: Producer, paths: list[Path], args: tuple, *,
-                 processes: int, message_bytes: int, ahead_bytes: int) -> Iterator[tuple]:
+                 processes: int, message_bytes: int, ahead_bytes: int,
+                 start_method: str | None = None) -> Iterator[tuple]:
     """`produce(paths, *args)`'s items in path order, parsed in up to `processes` processes.
 
     The journals are shared out by size, each process parses its share in order, and items
     are taken from the process that owns the next path. A process sends pickled lists of
-    items, about `message_bytes` of text each. Processes are forked, or spawned when the
-    caller has threads (`_start_method`); they exit when this process dies, and are stopped
-    when this generator is closed (the pass ended, Ctrl-C, an error). Their errors are raised
-    here as they are; a death raises ParserStopped, unless a process died before it was
-    ready: then the journals are parsed in a thread here instead (`in_thread`).
+    items, about `message_bytes` of text each. Processes are started by `start_method`, by
+    default forked, or spawned when the caller has threads (`_start_method`); they exit when
+    this process dies, and are stopped when this generator is closed (the pass ended, Ctrl-C,
+    an error). Their errors are raised here as they are; a death raises ParserStopped, unless
+    a process died before it was ready: then the journals are parsed in a thread here instead
+    (`in_thread`).
     """
     processes = max(1, min(processes, len(paths)))
     owners = _share_out(paths, processes)
@@ -119,7 +121,7 @@ def in_processes(produce: Producer, paths: list[Path], args: tuple, *,
     streams: list[_Stream] = []
     try:
         for share in shares:  # one by one, so those started are stopped if the next cannot be
-            streams.append(_Stream(produce, share, args, message_bytes))
+            streams.append(_Stream(produce, share, args, message_bytes, start_method or _start_method()))
         started = all(stream.ready() for stream in streams)
         if started:
             for owner in owners:
@@ -158,8 +160,9 @@ def _share_out(paths: list[Path], processes: int) -> list[int]:
 class _Stream:
     """One parsing process and the items it has sent that the writer has not taken yet."""
 
-    def __init__(self, produce: Producer, paths: list[Path], args: tuple, message_bytes: int) -> None:
-        ctx = multiprocessing.get_context(_start_method())
+    def __init__(self, produce: Producer, paths: list[Path], args: tuple, message_bytes: int,
+                 start_method: str) -> None:
+        ctx = multiprocessing.get_context(start_method)
         self.receiver, sender = ctx.Pipe(duplex=False)
         try:  # fewer, larger reads than the default 64 KiB pipe allows (Linux only)
             import fcntl

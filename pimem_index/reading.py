@@ -18,17 +18,10 @@ from typing import Iterator
 
 from . import forget, journal, store
 from .redact import redact
+from .settings import IndexSettings, or_default
 
-# Journals are read in chunks of this size; a full batch holds this much text or these entries.
+# Journals are read in chunks of this size (a batch's size: settings.IndexSettings).
 CHUNK_BYTES = 4 * 1024 * 1024
-BATCH_TEXT_BYTES = 8 * 1024 * 1024
-BATCH_ENTRIES = 5000
-# A large journal's first batch is this fraction of a full one, and each next one twice the
-# last: the writer starts on it as soon as a little is parsed, and parsing (about twice as
-# fast as writing) stays ahead while the batches grow. Smaller journals are one batch, so
-# a backfill still writes many of them in one transaction.
-FIRST_BATCH_SHARE = 16
-RAMP_JOURNAL_BYTES = 2 * BATCH_TEXT_BYTES
 # A failure's reason is one line of at most this many characters.
 REASON_CHARS = 200
 # A longer line is counted malformed and skipped, never held in memory whole.
@@ -128,15 +121,15 @@ class Work:
         """What the writer needs (no open file, no forget list): a copy that pickles."""
         return dataclasses.replace(self, fh=None, forgotten=None)
 
-    def batches(self, ramp: bool = False) -> Iterator["Batch"]:
-        """The journal's batches; with `ramp`, small ones first whatever its size. The last is a
-        failure batch if reading failed."""
+    def batches(self, ramp: bool = False, settings: IndexSettings | None = None) -> Iterator["Batch"]:
+        """The journal's batches, sized by `settings`; with `ramp`, small ones first whatever its
+        size. The last is a failure batch if reading failed."""
         if self.failure is not None:
             return iter((Batch(start=self.start, end=self.start, lines=0, failure=self.failure),))
         if self.missing or self.forget_as is not None:
             return iter(())
         return _failure_last(_batches(self.fh, self.start, self.start_line, self.st.st_size,
-                                      self.session_id, self.forgotten, ramp), self.start)
+                                      self.session_id, self.forgotten, or_default(settings), ramp), self.start)
 
     def __enter__(self) -> "Work":
         return self
@@ -215,11 +208,12 @@ def _failure_last(batches: Iterator[Batch], start: int) -> Iterator[Batch]:
 
 
 def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
-             forgotten: forget.Forgotten, ramp: bool = False) -> Iterator[Batch]:
+             forgotten: forget.Forgotten, settings: IndexSettings, ramp: bool = False) -> Iterator[Batch]:
     """Parse complete lines from `start` up to `size` in batches; an incomplete last line waits.
 
     A large journal's batches (or any journal's, with `ramp`) start small and grow.
     """
+    batch_entries, batch_text_bytes = settings.batch_entries, settings.batch_text_bytes  # locals: read per line
     state = _LineState(session_id, forgotten)
     fh.seek(start)
     offset = start
@@ -229,7 +223,7 @@ def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
     skipping = False
     batch = Batch(start=start, end=start, lines=0)
     yielded = False
-    share = FIRST_BATCH_SHARE if ramp or size - start > RAMP_JOURNAL_BYTES else 1
+    share = settings.first_batch_share if ramp or size - start > settings.ramp_journal_bytes else 1
     remaining = size - start
     while remaining > 0:
         chunk = fh.read(min(CHUNK_BYTES, remaining))
@@ -255,7 +249,7 @@ def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
                 batch.text_bytes += _take_line(batch, line, line_offset, lineno, state)
             batch.end = offset
             batch.lines += 1
-            if len(batch.rows) * share >= BATCH_ENTRIES or batch.text_bytes * share >= BATCH_TEXT_BYTES:
+            if len(batch.rows) * share >= batch_entries or batch.text_bytes * share >= batch_text_bytes:
                 yield batch
                 yielded = True
                 share = max(1, share // 2)
@@ -317,7 +311,7 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
 
 
 def produce(paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgotten,
-            gone: dict[str, tuple] | None = None) -> Iterator[tuple]:
+            gone: dict[str, tuple] | None = None, settings: IndexSettings | None = None) -> Iterator[tuple]:
     """The parsing side of a backfill: ("skip"|"work"|"batch"|"end", path, payload) per journal.
 
     Decides each journal's work from the rows the pass started with (`_file_rows`), so
@@ -325,7 +319,8 @@ def produce(paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgott
     (`gone`: the forgotten journals, `forget.journal_rows`, keyed by their path's hash).
     Runs in a thread or in parsing processes (`parsing`); everything it yields pickles.
     The first journal with work comes in small batches first, so writing starts early.
-    A journal that fails comes as its work and a failure batch; the others go on.
+    A journal that fails comes as its work and a failure batch; the others go on. Batches are
+    sized by `settings`.
     """
     first = True
     for path in paths:
@@ -340,7 +335,7 @@ def produce(paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgott
             continue
         with work:
             yield ("work", path, work.detached())
-            for batch in work.batches(ramp=first):
+            for batch in work.batches(ramp=first, settings=settings):
                 yield ("batch", path, batch)
         first = False
         yield ("end", path, None)

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from pimem_index import parsing, store
+from click.testing import CliRunner
+
+from pimem_index import indexer, store
+from pimem_index.cli import cli
 from pimem_index.locations import resolve
 
 from pijournal import Journal
+from plugin_world import FLUENT, HERON
 
 
 @pytest.fixture
@@ -61,15 +67,72 @@ def new_journal(sessions_dir, home):
 
 
 @pytest.fixture
-def parsing_processes(monkeypatch) -> list:
-    """The journals each parsing process was given, one list per process started."""
-    started: list = []
-    original = parsing._Stream
+def immutable():
+    """Make paths unwritable even for root (chattr +i; chmod a-w for other users), undone afterwards."""
+    made: list = []
 
-    class Counted(original):
-        def __init__(self, produce, paths, *rest):
-            started.append(list(paths))
-            super().__init__(produce, paths, *rest)
+    def freeze(*paths):
+        for path in paths:
+            if os.geteuid() == 0:
+                if shutil.which("chattr") is None or subprocess.run(
+                        ["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+                    pytest.skip("running as root without chattr +i: cannot make a path read-only")
+                made.append(("chattr", path))
+            else:
+                made.append(("chmod", path, os.stat(path).st_mode))
+                os.chmod(path, os.stat(path).st_mode & ~0o222)
 
-    monkeypatch.setattr(parsing, "_Stream", Counted)
-    return started
+    yield freeze
+    for undo in reversed(made):
+        if undo[0] == "chattr":
+            subprocess.run(["chattr", "-i", str(undo[1])], check=True)
+        else:
+            os.chmod(undo[1], undo[2])
+
+
+@pytest.fixture
+def forgotten_session(agent_dir, locations, new_journal, home):
+    """Two named sessions in two projects, indexed; then `pimem forget --session` on the first."""
+    gone = new_journal("Apps/hushproj")
+    gone.session_info("Plan the quokka surprise")
+    gone.user("quokka details nobody may see")
+    gone.compaction("quokka summary")
+    kept = new_journal("Apps/keptproj")
+    kept.session_info("Ordinary wombat work")
+    kept.user("wombat and quokka notes")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["index"]).exit_code == 0
+    result = runner.invoke(cli, ["forget", "--session", gone.session_id])
+    assert result.exit_code == 0, result.output
+    return {
+        "gone": gone, "kept": kept,
+        # what nothing may show once the session is forgotten: its id, name, folder and path
+        "secrets": (gone.session_id, "Plan the quokka surprise", "hushproj", str(gone.path)),
+        "kept_marks": (kept.session_id, "Ordinary wombat work", str(home / "Apps/keptproj"), str(kept.path)),
+    }
+
+
+@pytest.fixture
+def world(conn, locations, new_journal, home):
+    """Two projects with a full conversation each, indexed."""
+    a = new_journal("Apps/prjct")
+    ids = {"user": a.user(f"please look at the {HERON}")}
+    ids["assistant"] = a.assistant("Running the tests now", tool_calls=[("bash", {"command": "pytest -q"})])
+    ids["tool_result"] = a.tool_result("bash", "heron ok\n" + "\n".join(f"line {i} of output" for i in range(400)))
+    ids["bash"] = a.bash("ls -la", "total 0")
+    ids["compaction"] = a.compaction("Summary: the heron pipeline was fixed", tokens_before=123456)
+    ids["branch_summary"] = a.branch_summary("Branch explored the heron rollback")
+    ids["script"] = a.user("show <script>alert('x')</script> heron markup")
+    b = new_journal("Apps/fluenty")
+    other = b.user(FLUENT)
+    indexer.index_all(conn, locations)
+    return {"a": a, "b": b, "ids": ids, "other": other, "cwd_a": str(home / "Apps/prjct"),
+            "cwd_b": str(home / "Apps/fluenty")}
+
+
+@pytest.fixture
+def token(locations) -> str:
+    """A token for the agent, as `pimem token` makes it."""
+    from datasette_pi_memory.serve import make_token
+
+    return make_token(locations)

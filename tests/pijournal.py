@@ -174,3 +174,20 @@ class Journal:
     def set_mtime(self, when: datetime) -> None:
         ts = when.timestamp()
         os.utime(self.path, (ts, ts))
+
+
+def make_corpus(new_journal, sessions: int, turns: int) -> list[Journal]:
+    """`sessions` journals over three projects, each of `turns` turns (user, assistant with a
+    tool call, a 30-line tool result): a corpus large enough to come in several batches."""
+    words = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi "
+             "rho sigma tau upsilon phi chi psi omega").split()
+    out = []
+    for s in range(sessions):
+        j = new_journal(f"Apps/proj{s % 3}/sub{s}")
+        for t in range(turns):
+            w = " ".join(words[(s * 7 + t + k) % len(words)] for k in range(40))
+            j.user(f"turn {t} of session {s}: {w}")
+            j.assistant(f"answer {t} {w}", tool_calls=[("bash", {"command": f"echo {t}"})])
+            j.tool_result("bash", (w + "\n") * 30)
+        out.append(j)
+    return out

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from commands import pimem
 from pijournal import Journal
-from test_serve import Server, pimem, wait_indexed
+from servers import Server, wait_indexed
 
 CHROMIUM = os.environ.get("PIMEM_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"

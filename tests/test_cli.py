@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -146,7 +145,7 @@ def test_read_prints_the_redacted_text(run, populated, home):
     assert data["status"] == "ok" and data["next_offset"] is None
 
 
-def test_summaries_command(run, populated, home):
+def test_summaries_lists_the_projects_compactions_not_its_messages(run, populated, home):
     run("index")
     data = json.loads(run("summaries", "--json", "--cwd", home / "Apps/prjct").output)
     assert data["action"] == "summaries"
@@ -345,30 +344,6 @@ def test_index_still_takes_a_deleted_journal_it_knows_so_its_rows_go(run, popula
 
 
 # ---- one line per kind of trouble with the index (issue 14 item 7) ------------------------------------
-
-
-@pytest.fixture
-def immutable():
-    """Make paths unwritable even for root (chattr +i; chmod a-w for other users), undone afterwards."""
-    made: list = []
-
-    def freeze(*paths):
-        for path in paths:
-            if os.geteuid() == 0:
-                if shutil.which("chattr") is None or subprocess.run(
-                        ["chattr", "+i", str(path)], capture_output=True).returncode != 0:
-                    pytest.skip("running as root without chattr +i: cannot make a path read-only")
-                made.append(("chattr", path))
-            else:
-                made.append(("chmod", path, os.stat(path).st_mode))
-                os.chmod(path, os.stat(path).st_mode & ~0o222)
-
-    yield freeze
-    for undo in reversed(made):
-        if undo[0] == "chattr":
-            subprocess.run(["chattr", "-i", str(undo[1])], check=True)
-        else:
-            os.chmod(undo[1], undo[2])
 
 
 def assert_one_line(result, exit_code: int = 1) -> str:

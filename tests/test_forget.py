@@ -7,12 +7,14 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from pimem_index import db, forget, indexer, query, store
+from pimem_index import db, forget, query, store
 from pimem_index.cli import cli
 from pimem_index.errors import UserError
 from pimem_index.indexer import index_all, rebuild
+from pimem_index.settings import IndexSettings
 
-from test_indexer import vocab
+from indexed import vocab
+from passes import Watch, threaded_or_bulk
 
 
 @pytest.fixture
@@ -143,28 +145,6 @@ def test_cli_forget_list_and_unforget(agent_dir, conn, locations, session_pair):
 # ---- a forgotten session is gone from every table, rebuild or not ----------------------------------
 
 
-@pytest.fixture
-def forgotten_session(agent_dir, locations, new_journal, home):
-    """Two named sessions in two projects, indexed; then `pimem forget --session` on the first."""
-    gone = new_journal("Apps/hushproj")
-    gone.session_info("Plan the quokka surprise")
-    gone.user("quokka details nobody may see")
-    gone.compaction("quokka summary")
-    kept = new_journal("Apps/keptproj")
-    kept.session_info("Ordinary wombat work")
-    kept.user("wombat and quokka notes")
-    runner = CliRunner()
-    assert runner.invoke(cli, ["index"]).exit_code == 0
-    result = runner.invoke(cli, ["forget", "--session", gone.session_id])
-    assert result.exit_code == 0, result.output
-    return {
-        "gone": gone, "kept": kept,
-        # what nothing may show once the session is forgotten: its id, name, folder and path
-        "secrets": (gone.session_id, "Plan the quokka surprise", "hushproj", str(gone.path)),
-        "kept_marks": (kept.session_id, "Ordinary wombat work", str(home / "Apps/keptproj"), str(kept.path)),
-    }
-
-
 def every_row(db_path) -> str:
     """Every row of every table and view of the index (not the term index's own tables), as text."""
     conn = db.connect(str(db_path), readonly=True)
@@ -201,12 +181,12 @@ def test_a_forgotten_session_stays_out_of_every_table_after_pimem_rebuild(locati
 
 @pytest.mark.parametrize("bulk", [False, True], ids=["parsing-thread", "parsing-processes"])
 def test_a_forgotten_session_stays_out_of_every_table_after_the_index_is_deleted(
-        locations, forgotten_session, monkeypatch, bulk):
-    if bulk:
-        monkeypatch.setattr(indexer, "COMPACT_AFTER_BYTES", 1)  # the multi-process pass
+        locations, forgotten_session, bulk):
     store.delete_index_files(locations.db_path)
     fresh = store.open_index(locations.db_path)
-    report = index_all(fresh, locations)
+    watch = Watch()
+    report = index_all(fresh, locations, settings=threaded_or_bulk(bulk, after_batch=watch))
+    assert set(watch.parsed_apart) == {bulk}  # the pass took the path under test
     assert report.files == 1 and report.bytes_read == forgotten_session["kept"].path.stat().st_size
     fresh.close()
     assert_forgotten_in_every_table(locations.db_path, forgotten_session)
@@ -275,16 +255,17 @@ def test_a_session_forgotten_through_another_index_leaves_this_one_at_its_next_p
     assert "gardenias" not in vocab(other) and "tulips" in vocab(other)
 
 
-def test_a_large_forgotten_journal_does_not_make_every_pass_a_bulk_pass(
-        locations, forgotten_session, monkeypatch, parsing_processes):
-    """Bulk passes start parsing processes; a forgotten journal's bytes are never pending work."""
+def test_a_large_forgotten_journal_does_not_make_every_pass_a_bulk_pass(locations, forgotten_session):
+    """Bulk passes parse in parsing processes; a forgotten journal's bytes are never pending work."""
     s = forgotten_session
     s["gone"].user("quokka " * 20_000)
-    monkeypatch.setattr(indexer, "COMPACT_AFTER_BYTES", 50_000)
+    s["kept"].user("a short wombat line")
     conn = store.open_index(locations.db_path)
-    index_all(conn, locations)
-    assert parsing_processes == []
+    steady = Watch()
+    index_all(conn, locations, settings=IndexSettings(bulk_bytes=50_000, after_batch=steady))
+    assert steady.parsed_apart == [False]  # the kept journal's line, parsed in a thread
     s["kept"].user("wombat " * 20_000)
-    index_all(conn, locations)
-    assert any(s["kept"].path in paths for paths in parsing_processes)
+    bulk = Watch()
+    index_all(conn, locations, settings=IndexSettings(bulk_bytes=50_000, after_batch=bulk))
+    assert bulk.parsed_apart == [True]
     assert_forgotten_in_every_table(locations.db_path, s)

@@ -11,12 +11,11 @@ from pimem_index.cli import cli
 
 from datasette_pi_memory.serve import ensure_secret, metadata_and_config
 
-from test_forget import forgotten_session  # noqa: F401  (the fixture)
-from test_plugin import ROOT
+from plugin_world import ROOT
 
 
 @pytest_asyncio.fixture
-async def ds(locations, forgotten_session):  # noqa: F811
+async def ds(locations, forgotten_session):
     """A Datasette configured exactly as `pimem serve` configures it, after the forget."""
     metadata, config = metadata_and_config(locations, "history", background_index=False)
     datasette = Datasette([str(locations.db_path)], secret=ensure_secret(locations), config=config,

@@ -12,7 +12,7 @@ from pimem_index import gc
 from pimem_index.errors import UserError
 from pimem_index.indexer import index_all
 
-from test_indexer import vocab
+from indexed import vocab
 
 OLD = datetime.now(timezone.utc) - timedelta(days=3)
 

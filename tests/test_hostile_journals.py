@@ -24,14 +24,15 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pimem_index import forget, indexer, journal, parsing, reading, store
+from pimem_index import forget, indexer, journal, reading, store
 from pimem_index.cli import cli
 from pimem_index.indexer import index_all, index_journal
 from pimem_index.locations import resolve
 
 from datasette_pi_memory.serve import make_token
+from passes import Watch, threaded_or_bulk, use_by_default
 from pijournal import Journal
-from test_plugin import bearer, make_datasette
+from plugin_world import bearer, make_datasette
 
 DEEP = 1025  # one level deeper than orjson reads; the standard library raises RecursionError
 
@@ -75,10 +76,12 @@ def run(*args):
     return CliRunner().invoke(cli, list(args))
 
 
-def use_parsing_processes(monkeypatch, processes: int = 2) -> None:
-    """Every backfill counts as bulk, so it parses in parsing processes (public knobs only)."""
-    monkeypatch.setattr(indexer, "COMPACT_AFTER_BYTES", 1)
-    monkeypatch.setattr(parsing, "process_count", lambda: processes)
+def watched_passes(monkeypatch, bulk: bool, **sizes) -> Watch:
+    """Every pass of the test, `pimem index` included, parses in two parsing processes (bulk) or
+    in a thread, and is watched."""
+    watch = Watch()
+    use_by_default(monkeypatch, threaded_or_bulk(bulk, after_batch=watch, **sizes))
+    return watch
 
 
 # ---- hostile lines are malformed, on every path ---------------------------------------------
@@ -86,16 +89,15 @@ def use_parsing_processes(monkeypatch, processes: int = 2) -> None:
 
 @pytest.mark.parametrize("bulk", [False, True], ids=["thread", "processes"])
 def test_pimem_index_skips_a_1025_deep_line_and_indexes_everything_else(
-        locations, conn, new_journal, monkeypatch, parsing_processes, bulk):
+        locations, conn, new_journal, monkeypatch, bulk):
     hostile, kept = hostile_journal(new_journal)
     others = good_journals(new_journal)
-    if bulk:
-        use_parsing_processes(monkeypatch)
+    watch = watched_passes(monkeypatch, bulk)
     result = run("index", "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert report["malformed_lines"] == 3 and report["failed"] == 0
-    assert bool(parsing_processes) == bulk  # the pass took the path under test
+    assert set(watch.parsed_apart) == {bulk}  # the pass took the path under test
     assert entry_ids(conn, hostile.path) == set(kept)
     assert not entry_ids(conn, hostile.path) & {"deep0001", "deep0002", "huge0001"}
     for j in others:
@@ -170,15 +172,14 @@ def unencodable_journal(sessions_dir, lines: int = 1) -> bytes:
 
 @pytest.mark.parametrize("bulk", [False, True], ids=["thread", "processes"])
 def test_a_journal_that_fails_is_recorded_and_the_others_of_its_group_are_indexed(
-        locations, conn, sessions_dir, new_journal, monkeypatch, parsing_processes, bulk):
+        locations, conn, sessions_dir, new_journal, monkeypatch, bulk):
     others = good_journals(new_journal)  # small journals: written in one transaction with it
     unencodable_journal(sessions_dir)
-    if bulk:
-        use_parsing_processes(monkeypatch)
+    watch = watched_passes(monkeypatch, bulk)
     result = run("index")
     assert result.exit_code == 0, result.output
     assert "Could not index 1 journals" in result.output
-    assert bool(parsing_processes) == bulk
+    assert set(watch.parsed_apart) == {bulk}
     for j in others:
         assert len(entry_ids(conn, j.path)) == 2
     assert "byte0001" not in entry_ids(conn)
@@ -194,16 +195,14 @@ def test_a_journal_that_fails_is_recorded_and_the_others_of_its_group_are_indexe
 
 @pytest.mark.parametrize("bulk", [False, True], ids=["thread", "processes"])
 def test_a_large_journal_that_fails_is_skipped_batch_by_batch_and_the_next_journals_follow(
-        locations, conn, sessions_dir, new_journal, monkeypatch, parsing_processes, bulk):
-    monkeypatch.setattr(reading, "BATCH_ENTRIES", 4)  # a journal of 20 entries comes in several batches
+        locations, conn, sessions_dir, new_journal, bulk):
     others = good_journals(new_journal)
     for j in others:  # older: parsed after the failing journal, behind its remaining batches
         j.set_mtime(datetime.now(timezone.utc) - timedelta(days=1))
     path = unencodable_journal(sessions_dir, lines=20)
-    if bulk:
-        use_parsing_processes(monkeypatch)
-    report = index_all(conn, locations)
-    assert bool(parsing_processes) == bulk
+    watch = Watch()  # batches of 4 entries: the failing journal of 20 comes in several
+    report = index_all(conn, locations, settings=threaded_or_bulk(bulk, batch_entries=4, after_batch=watch))
+    assert set(watch.parsed_apart) == {bulk}
     assert report.failed == 1 and report.entries_added == 2 * len(others)
     assert all(len(entry_ids(conn, j.path)) == 2 for j in others)
     assert [f["path"] for f in indexer.failed_journals(conn)] == [indexer.shown_path(os.fsdecode(path))]
@@ -211,7 +210,7 @@ def test_a_large_journal_that_fails_is_skipped_batch_by_batch_and_the_next_journ
 
 @pytest.mark.parametrize("bulk", [False, True], ids=["thread", "processes"])
 def test_a_journal_whose_reading_fails_in_a_parsing_process_comes_back_as_a_failure(
-        locations, conn, new_journal, monkeypatch, parsing_processes, bulk):
+        locations, conn, new_journal, bulk):
     others = good_journals(new_journal, n=4)
     edited = others.pop(1)
     index_all(conn, locations)
@@ -219,10 +218,9 @@ def test_a_journal_whose_reading_fails_in_a_parsing_process_comes_back_as_a_fail
         conn.execute("UPDATE files SET tail_offset = 'edited' WHERE path = ?", (str(edited.path),))
     edited.user("appended after the edit")
     fresh = [j.user("a fresh line") for j in others]
-    if bulk:
-        use_parsing_processes(monkeypatch)
-    report = index_all(conn, locations)
-    assert bool(parsing_processes) == bulk
+    watch = Watch()
+    report = index_all(conn, locations, settings=threaded_or_bulk(bulk, after_batch=watch))
+    assert set(watch.parsed_apart) == {bulk}
     assert report.failed == 1 and report.entries_added == 3
     assert set(fresh) <= entry_ids(conn)
     assert [f["path"] for f in indexer.failed_journals(conn)] == [str(edited.path)]
@@ -523,7 +521,7 @@ def test_the_batch_reader_reads_every_good_line_whatever_the_others_hold(lines):
     assert sum(b.lines for b in batches) == len(lines) + 3
 
 
-def index_hostile(lines: list[bytes], how: str) -> None:
+def index_hostile(lines: list[bytes], how: str) -> Watch:
     """Index a hostile journal beside a good one (a pass, or index_journal); nothing escapes."""
     with tempfile.TemporaryDirectory() as folder:
         sessions = Path(folder) / "sessions"
@@ -532,16 +530,18 @@ def index_hostile(lines: list[bytes], how: str) -> None:
         locations = resolve(str(Path(folder) / "index.sqlite"), [str(sessions)])
         conn = store.open_index(locations.db_path)
         try:
+            watch = Watch()
             if how == "index_journal":
                 reports = [index_journal(conn, path), index_journal(conn, good)]
             else:
-                reports = [index_all(conn, locations)]
+                reports = [index_all(conn, locations, settings=threaded_or_bulk(how == "processes", after_batch=watch))]
             assert sum(r.failed for r in reports) == 0 and indexer.failed_journals(conn) == []
             assert {"goodfrst", "goodlast"} <= entry_ids(conn, path)
             assert entry_ids(conn, good) == {"goodfrst", "goodlast"}
             assert conn.execute("SELECT SUM(lines) FROM files").fetchone()[0] == len(lines) + 3 + 3
         finally:
             conn.close()
+    return watch
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -559,8 +559,6 @@ def test_index_journal_indexes_every_good_line_whatever_the_others_hold(agent_di
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(hostile_lines(), min_size=2, max_size=8))
 def test_a_pass_in_parsing_processes_indexes_every_good_line_whatever_the_others_hold(
-        agent_dir, monkeypatch, parsing_processes, lines):
-    use_parsing_processes(monkeypatch)
-    started = len(parsing_processes)
-    index_hostile(lines, "processes")
-    assert len(parsing_processes) > started  # parsed in processes, not in a thread
+        agent_dir, lines):
+    watch = index_hostile(lines, "processes")
+    assert set(watch.parsed_apart) == {True}  # parsed in processes, not in a thread

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import multiprocessing
@@ -15,32 +16,16 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from pimem_index import forget, indexer, parsing, query, reading, store
+from pimem_index import indexer, query, store
 from pimem_index.indexer import index_all, index_journal
+from pimem_index.settings import IndexSettings
+
+from commands import start_pimem
+from indexed import entry_count, snapshot, vocab
+from passes import StopAfter, Watch, bulk_settings, small_batches, threaded_or_bulk
+from pijournal import make_corpus
 
 SECRET = "gh" + "p_" + "Zq8xK2mN4pR6tV9wY1bD3fH5jL7nQ0sU2xA4"
-
-
-def vocab(conn) -> dict[str, int]:
-    """Every term in the index with the number of entries that hold it."""
-    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab('main', 'entries_fts', 'row')")
-    return dict(conn.execute("SELECT term, doc FROM temp.vocab").fetchall())
-
-
-def snapshot(conn) -> tuple[list, dict]:
-    """The index's meaning, independent of row ids: entries by journal and the term counts."""
-    rows = conn.execute(
-        "SELECT f.path, e.id, e.kind, e.role, e.tool, e.line, e.offset, e.length, e.fingerprint, "
-        "e.session_id, e.timestamp, e.chars FROM entries e JOIN files f ON f.id = e.file_id "
-        "ORDER BY f.path, e.offset").fetchall()
-    return rows, vocab(conn)
-
-
-def entry_count(conn, path=None) -> int:
-    if path is None:
-        return conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
-    return conn.execute("SELECT COUNT(*) FROM entries e JOIN files f ON f.id = e.file_id WHERE f.path = ?",
-                        (str(path),)).fetchone()[0]
 
 
 def full_session(j, marker: str = "walrus"):
@@ -75,13 +60,12 @@ def test_every_line_type_becomes_the_right_entries(conn, locations, new_journal)
 
 
 @pytest.mark.parametrize("bulk", [False, True], ids=["thread", "processes"])
-def test_a_missing_value_is_stored_as_null_never_as_its_stand_in(tmp_path, locations, new_journal,
-                                                                   monkeypatch, bulk):
+def test_a_missing_value_is_stored_as_null_never_as_its_stand_in(tmp_path, locations, new_journal, bulk):
     full_session(new_journal())
-    if bulk:
-        force_parsing_in_a_child(monkeypatch)
     conn = store.open_index(tmp_path / "nulls.sqlite")
-    index_all(conn, locations)
+    watch = Watch()
+    index_all(conn, locations, settings=threaded_or_bulk(bulk, after_batch=watch))
+    assert set(watch.parsed_apart) == {bulk}  # the pass took the path under test
     rows = {kind: (parent, role, tool, tokens) for kind, parent, role, tool, tokens in conn.execute(
         "SELECT kind, parent_id, role, tool, tokens_before FROM entries ORDER BY offset")}
     assert rows["compaction"] == (rows["compaction"][0], None, None, 175004)
@@ -266,7 +250,7 @@ def test_twenty_megabyte_line_is_indexed(conn, locations, new_journal):
     assert conn.execute("SELECT MAX(length) FROM entries").fetchone()[0] > 20_000_000
 
 
-def test_empty_file_and_header_only_file(conn, locations, sessions_dir, new_journal):
+def test_an_empty_journal_is_not_recorded_and_a_header_only_one_is(conn, locations, sessions_dir, new_journal):
     empty = sessions_dir / "--empty--" / "2026-01-01T00-00-00-000Z_x.jsonl"
     empty.parent.mkdir()
     empty.write_bytes(b"")
@@ -355,34 +339,13 @@ def test_backfill_defers_to_a_live_lease_but_named_journals_still_index(conn, lo
     assert report.entries_added == 1
 
 
-def make_corpus(new_journal, sessions: int, turns: int) -> list:
-    words = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi "
-             "rho sigma tau upsilon phi chi psi omega").split()
-    out = []
-    for s in range(sessions):
-        j = new_journal(f"Apps/proj{s % 3}/sub{s}")
-        for t in range(turns):
-            w = " ".join(words[(s * 7 + t + k) % len(words)] for k in range(40))
-            j.user(f"turn {t} of session {s}: {w}")
-            j.assistant(f"answer {t} {w}", tool_calls=[("bash", {"command": f"echo {t}"})])
-            j.tool_result("bash", (w + "\n") * 30)
-        out.append(j)
-    return out
-
-
-def run_pimem(args, env_db, locations, **kw):
-    env = dict(os.environ, PIMEM_DB=str(env_db))
-    return subprocess.Popen([sys.executable, "-m", "pimem_index", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
-
-
 def test_two_indexers_at_once_lose_and_duplicate_nothing(tmp_path, locations, new_journal):
     journals = make_corpus(new_journal, sessions=12, turns=150)
     paths = [str(j.path) for j in journals]
     shared = tmp_path / "shared.sqlite"
     store.open_index(shared).close()
-    procs = [run_pimem(["index", *paths], shared, locations),
-             run_pimem(["index", *reversed(paths)], shared, locations)]
+    procs = [start_pimem(["index", *paths], shared),
+             start_pimem(["index", *reversed(paths)], shared)]
     for p in procs:
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err.decode()
@@ -398,7 +361,7 @@ def test_two_indexers_at_once_lose_and_duplicate_nothing(tmp_path, locations, ne
 def index_in_background(db_path, locations):
     """Start `pimem index` in a child process; return it and a connection, once it has written rows."""
     store.open_index(db_path).close()
-    proc = run_pimem(["index"], db_path, locations)
+    proc = start_pimem(["index"], db_path)
     watcher = store.open_index(db_path)
     deadline = time.time() + 120
     while time.time() < deadline and watcher.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 0:
@@ -435,62 +398,66 @@ def fts_config(conn) -> dict:
     return dict(conn.execute("SELECT k, v FROM entries_fts_config").fetchall())
 
 
-def test_bulk_build_defers_merges_then_compacts_and_restores_steady_merging(conn, locations, new_journal, monkeypatch):
-    monkeypatch.setattr(indexer, "COMPACT_AFTER_BYTES", 10_000)
-    seen = []
-    original = indexer._merge_settings
-    monkeypatch.setattr(indexer, "_merge_settings", lambda c, bulk: (seen.append(bulk), original(c, bulk)))
+def test_bulk_build_defers_merges_then_compacts_and_restores_steady_merging(conn, locations, new_journal):
+    """FTS5's automerge 0 means no merging while rows go in: here the value is the behaviour."""
     make_corpus(new_journal, sessions=3, turns=30)
-    index_all(conn, locations)
-    assert seen == [True, False]
-    config = fts_config(conn)
-    assert (config["automerge"], config["crisismerge"]) == indexer.STEADY_MERGE
+    automerge = []
+    index_all(conn, locations, settings=IndexSettings(
+        bulk_bytes=10_000, after_batch=lambda batch: automerge.append(fts_config(conn).get("automerge"))))
+    assert automerge and set(automerge) == {0}
+    assert fts_config(conn)["automerge"] > 0, "merging again as lines trickle in"
     segments = conn.execute("SELECT COUNT(*) FROM entries_fts_idx WHERE segid > 0 GROUP BY segid").fetchall()
     assert len(segments) == 1, "compaction leaves one segment"
 
 
-def test_a_bulk_pass_writes_with_a_small_page_cache_then_gives_the_connection_its_own_back(
-        conn, locations, new_journal, monkeypatch):
-    monkeypatch.setattr(indexer, "COMPACT_AFTER_BYTES", 10_000)
+def cache_kib(conn) -> float:
+    """The connection's page cache in KiB (SQLite gives it in KiB when negative, else in pages)."""
+    size = conn.execute("PRAGMA cache_size").fetchone()[0]
+    return -size if size < 0 else size * conn.execute("PRAGMA page_size").fetchone()[0] / 1024
+
+
+def test_a_bulk_pass_writes_with_a_smaller_page_cache_then_gives_the_connection_its_own_back(
+        conn, locations, new_journal):
+    """The parsing processes get the memory a bulk pass's appended pages do not need."""
     make_corpus(new_journal, sessions=3, turns=30)
-    before = conn.execute("PRAGMA cache_size").fetchone()[0]
+    before = cache_kib(conn)
     during = []
-    index_all(conn, locations, progress=lambda *a: during.append(conn.execute("PRAGMA cache_size").fetchone()[0]))
-    assert set(during) == {-indexer.BULK_CACHE_KIB} != {before}
-    assert conn.execute("PRAGMA cache_size").fetchone()[0] == before
+    index_all(conn, locations, progress=lambda *a: during.append(cache_kib(conn)),
+              settings=IndexSettings(bulk_bytes=10_000))
+    assert during and max(during) < before
+    assert cache_kib(conn) == before
     j = new_journal()
     j.user("a steady pass keeps the connection's cache")
     during.clear()
-    index_all(conn, locations, progress=lambda *a: during.append(conn.execute("PRAGMA cache_size").fetchone()[0]))
+    index_all(conn, locations, progress=lambda *a: during.append(cache_kib(conn)),
+              settings=IndexSettings(bulk_bytes=10_000))
     assert set(during) == {before}
 
 
-def test_a_cold_bulk_build_sorts_the_entry_indexes_once_its_rows_are_in(conn, locations, new_journal, monkeypatch):
-    monkeypatch.setattr(indexer, "COMPACT_AFTER_BYTES", 10_000)
+def test_a_cold_bulk_build_sorts_the_entry_indexes_once_its_rows_are_in(conn, locations, new_journal):
     make_corpus(new_journal, sessions=3, turns=30)
     during = []
-    index_all(conn, locations, progress=lambda *a: during.append(store.missing_entry_indexes(conn)))
+    index_all(conn, locations, progress=lambda *a: during.append(store.missing_entry_indexes(conn)),
+              settings=IndexSettings(bulk_bytes=10_000))
     assert during and all(missing == list(store.ENTRY_INDEXES) for missing in during)
     assert store.missing_entry_indexes(conn) == []
     plan = conn.execute("EXPLAIN QUERY PLAN SELECT rowid FROM entries WHERE id = 'x'").fetchall()
     assert "entries_id" in str(plan)
 
 
-def test_a_bulk_pass_over_an_index_with_entries_keeps_its_indexes(conn, locations, new_journal, monkeypatch):
+def test_a_bulk_pass_over_an_index_with_entries_keeps_its_indexes(conn, locations, new_journal):
     j = new_journal()
     j.user("already indexed")
     index_all(conn, locations)
-    monkeypatch.setattr(indexer, "COMPACT_AFTER_BYTES", 10_000)
     make_corpus(new_journal, sessions=3, turns=30)
     during = []
-    index_all(conn, locations, progress=lambda *a: during.append(store.missing_entry_indexes(conn)))
+    index_all(conn, locations, progress=lambda *a: during.append(store.missing_entry_indexes(conn)),
+              settings=IndexSettings(bulk_bytes=10_000))
     assert during and all(missing == [] for missing in during)
 
 
 def test_a_cold_build_stopped_midway_leaves_its_indexes_or_the_next_pass_makes_them(conn, locations,
-                                                                                    new_journal, monkeypatch):
-    monkeypatch.setattr(indexer, "COMPACT_AFTER_BYTES", 10_000)
-    monkeypatch.setattr(indexer, "GROUP_TEXT_BYTES", 1)
+                                                                                    new_journal):
     make_corpus(new_journal, sessions=3, turns=30)
 
     def interrupt(done, total, path):
@@ -498,7 +465,8 @@ def test_a_cold_build_stopped_midway_leaves_its_indexes_or_the_next_pass_makes_t
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        index_all(conn, locations, progress=interrupt)
+        index_all(conn, locations, progress=interrupt,
+                  settings=IndexSettings(bulk_bytes=10_000, group_text_bytes=1, transaction_text_bytes=1))
     assert 0 < entry_count(conn) and store.missing_entry_indexes(conn) == []
     with store.db.write(conn):  # as a SIGKILL during the build would leave them
         store.drop_entry_indexes(conn)
@@ -509,12 +477,15 @@ def test_a_cold_build_stopped_midway_leaves_its_indexes_or_the_next_pass_makes_t
 
 
 def test_a_build_killed_in_bulk_mode_heals_at_the_next_pass(conn, locations, new_journal):
+    """FTS5's automerge 0 (no merging) is what a bulk build leaves behind: the value is the behaviour."""
+    make_corpus(new_journal, sessions=2, turns=5)
+    with pytest.raises(KeyboardInterrupt):
+        index_all(conn, locations, settings=bulk_settings(after_batch=StopAfter(1)))
+    assert fts_config(conn)["automerge"] == 0
     j = new_journal()
     j.user("small change")
-    indexer._merge_settings(conn, bulk=True)
-    assert (fts_config(conn)["automerge"], fts_config(conn)["crisismerge"]) == indexer.BULK_MERGE
     index_all(conn, locations)
-    assert (fts_config(conn)["automerge"], fts_config(conn)["crisismerge"]) == indexer.STEADY_MERGE
+    assert fts_config(conn)["automerge"] > 0
 
 
 def test_unreadable_journal_is_skipped_and_the_rest_indexed(conn, locations, new_journal, monkeypatch):
@@ -584,70 +555,63 @@ def test_opening_a_current_index_writes_nothing(locations, new_journal):
         first.execute("ROLLBACK")
 
 
-def force_parsing_in_a_child(monkeypatch, message_bytes: int = 20_000, processes: int = 2) -> list:
-    """Every backfill counts as bulk, so it parses in child processes; returns the calls seen."""
-    monkeypatch.setattr(indexer, "COMPACT_AFTER_BYTES", 1)
-    monkeypatch.setattr(indexer, "MESSAGE_TEXT_BYTES", message_bytes)
-    monkeypatch.setattr(parsing, "process_count", lambda: processes)
-    calls = []
-    original = indexer._from_processes
-    monkeypatch.setattr(indexer, "_from_processes", lambda *a: (calls.append(a), original(*a))[1])
-    return calls
-
-
 @pytest.mark.parametrize("processes", [1, 2])
 def test_bulk_backfill_parsed_in_child_processes_equals_a_threaded_pass(tmp_path, locations, new_journal,
-                                                                       monkeypatch, processes, parsing_processes):
+                                                                       processes):
     make_corpus(new_journal, sessions=6, turns=60)
     small = new_journal("Apps/small")
     small.user("a small journal is grouped with others")
     small.append_bytes(b"{not json\n")
     threaded = store.open_index(tmp_path / "threaded.sqlite")
-    by_thread = index_all(threaded, locations)
-    calls = force_parsing_in_a_child(monkeypatch, processes=processes)
+    in_thread, in_processes = Watch(), Watch()
+    by_thread = index_all(threaded, locations, settings=IndexSettings(after_batch=in_thread))
     child = store.open_index(tmp_path / "child.sqlite")
-    by_child = index_all(child, locations)
-    assert len(calls) == 1
-    assert len(parsing_processes) == processes and all(parsing_processes)  # each process had journals to parse
+    by_child = index_all(child, locations, settings=bulk_settings(processes, message_text_bytes=20_000,
+                                                                  after_batch=in_processes))
+    assert set(in_thread.parsed_apart) == {False} and set(in_processes.parsed_apart) == {True}
     assert by_child.as_json() | {"seconds": 0} == by_thread.as_json() | {"seconds": 0}
     assert by_child.malformed == 1 and by_child.files == 7
     assert snapshot(child) == snapshot(threaded)
 
 
-def batch_sizes(path, ramp: bool = False) -> list[int]:
-    work = reading.prepare(None, str(path), forget.Forgotten())
-    with work:
-        return [len(batch.rows) for batch in work.batches(ramp=ramp)]
+def older(*journals, hours: float = 1) -> None:
+    """Date journals back, so a pass (newest first) comes to them after the others."""
+    for j in journals:
+        j.set_mtime(datetime.now(timezone.utc) - timedelta(hours=hours))
 
 
-def test_a_large_journal_comes_in_small_batches_first_then_full_ones(new_journal, monkeypatch):
-    (j,) = make_corpus(new_journal, sessions=1, turns=100)
-    monkeypatch.setattr(reading, "BATCH_ENTRIES", 64)
-    monkeypatch.setattr(reading, "RAMP_JOURNAL_BYTES", 0)  # every journal counts as large
-    sizes = batch_sizes(j.path)
+def test_a_large_journal_comes_in_small_batches_first_then_full_ones(conn, locations, new_journal):
+    (large,) = make_corpus(new_journal, sessions=1, turns=100)
+    older(large)
+    small = new_journal("Apps/small")
+    small.user("the newest journal starts the pass")
+    watch = Watch()
+    index_all(conn, locations, settings=IndexSettings(batch_entries=64, first_batch_share=16, after_batch=watch,
+                                                      ramp_journal_bytes=large.path.stat().st_size - 1))
+    _small, sizes = watch.journals
     assert sizes[:5] == [4, 8, 16, 32, 64] and set(sizes[5:-1]) == {64}
     assert sum(sizes) == 300
 
 
-def test_a_small_journal_comes_in_full_batches_unless_it_starts_a_pass(new_journal, monkeypatch):
-    (j,) = make_corpus(new_journal, sessions=1, turns=100)
-    monkeypatch.setattr(reading, "BATCH_ENTRIES", 64)
-    assert set(batch_sizes(j.path)[:-1]) == {64}
-    assert batch_sizes(j.path, ramp=True)[:3] == [4, 8, 16]
+def test_a_small_journal_comes_in_full_batches_unless_it_starts_a_pass(conn, locations, new_journal):
+    first, second = make_corpus(new_journal, sessions=2, turns=100)
+    older(second)
+    watch = Watch()
+    index_all(conn, locations, settings=IndexSettings(batch_entries=64, first_batch_share=16, after_batch=watch))
+    starting, following = watch.journals
+    assert starting[:3] == [4, 8, 16]
+    assert set(following[:-1]) == {64} and sum(following) == 300
 
 
-def test_a_large_journal_in_a_backfill_commits_per_few_batches_not_per_batch(tmp_path, locations,
-                                                                              new_journal, monkeypatch):
+def test_a_large_journal_in_a_backfill_commits_per_few_batches_not_per_batch(tmp_path, locations, new_journal):
     make_corpus(new_journal, sessions=1, turns=100)
-    monkeypatch.setattr(reading, "BATCH_ENTRIES", 20)
-    monkeypatch.setattr(reading, "FIRST_BATCH_SHARE", 1)
 
-    def commits_of_a_pass(group_text_bytes: int, name: str) -> tuple[int, object]:
-        monkeypatch.setattr(indexer, "GROUP_TEXT_BYTES", group_text_bytes)
+    def commits_of_a_pass(transaction_text_bytes: int, name: str) -> tuple[int, object]:
         conn = store.open_index(tmp_path / name)
         statements = []
         conn.set_trace_callback(statements.append)
-        index_all(conn, locations)
+        index_all(conn, locations, settings=IndexSettings(batch_entries=20, first_batch_share=1,
+                                                          transaction_text_bytes=transaction_text_bytes))
         conn.set_trace_callback(None)
         return statements.count("COMMIT"), conn
 
@@ -658,67 +622,43 @@ def test_a_large_journal_in_a_backfill_commits_per_few_batches_not_per_batch(tmp
     assert snapshot(by_group) == snapshot(by_batch)
 
 
-def stop_writing_after(monkeypatch, batches: int):
-    """Stop a pass as Ctrl-C would, when it starts writing batch number `batches + 1`.
-
-    Returns the real `_write_batch`, to put back for the next pass.
-    """
-    original = indexer._write_batch
-    written = []
-
-    def write_or_stop(*args):
-        if len(written) == batches:
-            raise KeyboardInterrupt
-        written.append(original(*args))
-        return written[-1]
-
-    monkeypatch.setattr(indexer, "_write_batch", write_or_stop)
-    return original
-
-
 def test_a_large_journal_stopped_inside_a_transaction_keeps_its_committed_batches_and_no_more(
-        tmp_path, locations, new_journal, monkeypatch):
+        tmp_path, locations, new_journal):
     (j,) = make_corpus(new_journal, sessions=1, turns=100)
-    long_ago = time.time() - 3600
-    os.utime(j.path, (long_ago, long_ago))
-    monkeypatch.setattr(reading, "BATCH_ENTRIES", 20)
-    monkeypatch.setattr(reading, "FIRST_BATCH_SHARE", 1)
-    texts = [batch.text_bytes for batch in reading.prepare(None, str(j.path), forget.Forgotten()).batches()]
-    monkeypatch.setattr(indexer, "GROUP_TEXT_BYTES", texts[0] + texts[1])  # two batches a transaction
-    original = stop_writing_after(monkeypatch, batches=3)
+    older(j)
+    measured = Watch()
+    index_all(store.open_index(tmp_path / "measured.sqlite"), locations,
+              settings=IndexSettings(batch_entries=20, first_batch_share=1, after_batch=measured))
+    texts = measured.text_bytes
+    two_a_transaction = IndexSettings(batch_entries=20, first_batch_share=1, transaction_text_bytes=texts[0] + texts[1])
     conn = store.open_index(tmp_path / "stopped.sqlite")
     with pytest.raises(KeyboardInterrupt):
-        index_all(conn, locations)
+        index_all(conn, locations, settings=dataclasses.replace(two_a_transaction, after_batch=StopAfter(3)))
     assert not conn.in_transaction
     assert entry_count(conn) == 40  # the first transaction's two batches; the third, written, rolled back
     cursor = conn.execute("SELECT cursor FROM files").fetchone()[0]
     assert cursor == conn.execute("SELECT MAX(offset + length) + 1 FROM entries").fetchone()[0]
-    monkeypatch.setattr(indexer, "_write_batch", original)
-    index_all(conn, locations)
+    index_all(conn, locations, settings=two_a_transaction)
     clean = store.open_index(tmp_path / "clean.sqlite")
     index_all(clean, locations)
     assert entry_count(conn) == 300 and snapshot(conn) == snapshot(clean)
 
 
 def test_a_bulk_pass_collects_garbage_rarely_then_gives_the_process_its_thresholds_back(
-        tmp_path, locations, new_journal, monkeypatch):
+        tmp_path, locations, new_journal):
     make_corpus(new_journal, sessions=3, turns=20)
-    force_parsing_in_a_child(monkeypatch)
     before = gc.get_threshold()
     during = []
-    write_batch = indexer._write_batch
-    monkeypatch.setattr(indexer, "_write_batch", lambda *a: (during.append(gc.get_threshold()), write_batch(*a))[1])
     conn = store.open_index(tmp_path / "gc.sqlite")
-    index_all(conn, locations)
-    assert len(during) == 3 and set(during) == {parsing.RARE_GC_THRESHOLD}
-    assert gc.get_threshold() == before != parsing.RARE_GC_THRESHOLD
+    index_all(conn, locations, settings=bulk_settings(after_batch=lambda batch: during.append(gc.get_threshold())))
+    assert len(during) == 3 and all(threshold[0] > before[0] for threshold in during)
+    assert gc.get_threshold() == before
 
 
-def test_a_killed_parser_process_is_a_clear_error_and_leaves_only_whole_batches(tmp_path, locations,
-                                                                                new_journal, monkeypatch):
+def test_a_killed_parser_process_is_a_clear_error_and_leaves_only_whole_batches(tmp_path, locations, new_journal):
     make_corpus(new_journal, sessions=12, turns=60)
-    force_parsing_in_a_child(monkeypatch, message_bytes=1)  # a batch a message: the child stays busy
-    monkeypatch.setattr(indexer, "GROUP_TEXT_BYTES", 1)  # each journal committed on its own
+    # A batch a message (the child stays busy), each journal committed on its own.
+    settings = bulk_settings(message_text_bytes=1, group_text_bytes=1, transaction_text_bytes=1)
 
     def kill_the_parser(done, total, path):
         if done == 2:
@@ -729,11 +669,10 @@ def test_a_killed_parser_process_is_a_clear_error_and_leaves_only_whole_batches(
     conn = store.open_index(tmp_path / "killed.sqlite")
     started = time.monotonic()
     with pytest.raises(indexer.ParserStopped, match="stopped unexpectedly .killed by signal 9"):
-        index_all(conn, locations, progress=kill_the_parser)
+        index_all(conn, locations, progress=kill_the_parser, settings=settings)
     assert time.monotonic() - started < 30
     assert 0 < entry_count(conn) < 12 * 60 * 3
     assert not [c for c in multiprocessing.active_children() if c.name == "pimem-parse"]
-    monkeypatch.undo()
     index_all(conn, locations)  # the lease was released; the rest is indexed from the cursors
     clean = store.open_index(tmp_path / "clean.sqlite")
     index_all(clean, locations)
@@ -746,12 +685,12 @@ def test_a_parser_process_that_cannot_start_falls_back_to_a_thread(tmp_path, loc
     index_all(clean, locations)
     script = (
         "import sys\n"
-        "from pimem_index import indexer, locations, parsing, store\n"
-        "indexer.COMPACT_AFTER_BYTES = 1\n"
-        "parsing._start_method = lambda: 'spawn'  # as when the caller has threads\n"
+        "from pimem_index import indexer, locations, store\n"
+        "from pimem_index.settings import IndexSettings\n"
+        "spawned = IndexSettings(bulk_bytes=1, start_method='spawn')  # as when the caller has threads\n"
         f"conn = store.open_index({str(tmp_path / 'piped.sqlite')!r})\n"
         f"report = indexer.index_all(conn, locations.resolve({str(tmp_path / 'piped.sqlite')!r}, "
-        f"[{str(locations.sessions_dirs[0])!r}]))\n"
+        f"[{str(locations.sessions_dirs[0])!r}]), settings=spawned)\n"
         "print(report.entries_added)\n"
     )
     # A script read from stdin has no file a spawned child could import as its __main__.
@@ -766,34 +705,27 @@ def test_a_parser_process_that_cannot_start_falls_back_to_a_thread(tmp_path, loc
 @pytest.mark.parametrize("bulk", [False, True], ids=["thread", "processes"])
 def test_the_parsing_side_never_opens_the_index(tmp_path, locations, new_journal, monkeypatch, bulk):
     make_corpus(new_journal, sessions=4, turns=20)
-    if bulk:
-        force_parsing_in_a_child(monkeypatch)
     conn = store.open_index(tmp_path / "index.sqlite")
 
     def refuse(*args, **kwargs):
         raise AssertionError("the parsing side opened the index (a connection must not cross a fork)")
 
     monkeypatch.setattr(store.db, "connect", refuse)
-    report = index_all(conn, locations)
+    watch = Watch()
+    report = index_all(conn, locations, settings=threaded_or_bulk(bulk, after_batch=watch))
+    assert set(watch.parsed_apart) == {bulk}
     assert report.files == 4 and entry_count(conn) == 4 * 20 * 3
 
 
-def test_a_pass_stopped_between_two_batches_of_a_journal_is_finished_by_the_next(tmp_path, locations,
-                                                                                  new_journal, monkeypatch):
+def test_a_pass_stopped_between_two_batches_of_a_journal_is_finished_by_the_next(tmp_path, locations, new_journal):
     (j,) = make_corpus(new_journal, sessions=1, turns=60)
-    long_ago = time.time() - 3600  # not a journal still being written (RACY_SECONDS)
-    os.utime(j.path, (long_ago, long_ago))
-    monkeypatch.setattr(reading, "BATCH_ENTRIES", 50)
-    monkeypatch.setattr(indexer, "GROUP_TEXT_BYTES", 1)  # each batch commits
-    monkeypatch.setattr(reading, "FIRST_BATCH_SHARE", 1)  # batches of 50 from the first
-    original = stop_writing_after(monkeypatch, batches=1)
+    older(j)  # not a journal still being written (RACY_SECONDS)
     conn = store.open_index(tmp_path / "stopped.sqlite")
     with pytest.raises(KeyboardInterrupt):
-        index_all(conn, locations)
+        index_all(conn, locations, settings=small_batches(50, after_batch=StopAfter(1)))
     assert entry_count(conn) == 50
     assert query.status(conn, locations)["journals_pending"] == 1
-    monkeypatch.setattr(indexer, "_write_batch", original)
-    index_all(conn, locations)
+    index_all(conn, locations, settings=small_batches(50))
     assert entry_count(conn) == 60 * 3
     assert query.status(conn, locations)["journals_pending"] == 0
     clean = store.open_index(tmp_path / "clean.sqlite")
@@ -803,29 +735,21 @@ def test_a_pass_stopped_between_two_batches_of_a_journal_is_finished_by_the_next
 
 
 def test_a_journal_an_older_index_recorded_as_read_to_its_end_while_half_read_is_finished(tmp_path, locations,
-                                                                                         new_journal, monkeypatch):
+                                                                                         new_journal):
     (j,) = make_corpus(new_journal, sessions=1, turns=60)
     long_ago = time.time() - 3600
     os.utime(j.path, (long_ago, long_ago))
-    monkeypatch.setattr(reading, "BATCH_ENTRIES", 50)
-    monkeypatch.setattr(indexer, "GROUP_TEXT_BYTES", 1)  # each batch commits
-    monkeypatch.setattr(reading, "FIRST_BATCH_SHARE", 1)  # batches of 50 from the first
     conn = store.open_index(tmp_path / "old.sqlite")
-    original = stop_writing_after(monkeypatch, batches=1)
     with pytest.raises(KeyboardInterrupt):
-        index_all(conn, locations)
-    monkeypatch.setattr(indexer, "_write_batch", original)
+        index_all(conn, locations, settings=small_batches(50, after_batch=StopAfter(1)))
     with store.db.write(conn):  # what every batch recorded before: the journal looks read to its end
         conn.execute("UPDATE files SET mtime = ?", (os.stat(j.path).st_mtime,))
     assert entry_count(conn) == 50
     index_all(conn, locations)
     assert entry_count(conn) == 60 * 3
     assert index_all(conn, locations).files == 0
-    j.append_bytes(b'{"type":"message","id":"half')  # an incomplete last line waits and is not reread
+    j.append_bytes(b'{"type":"message","id":"half')  # an incomplete last line waits
     os.utime(j.path, (long_ago, long_ago))
     index_all(conn, locations)  # remembers the new size
-    parsed = []
-    original_batches = reading._batches
-    monkeypatch.setattr(reading, "_batches", lambda *a: (parsed.append(a), original_batches(*a))[1])
-    index_all(conn, locations)
-    assert parsed == [] and entry_count(conn) == 60 * 3
+    report = index_all(conn, locations)
+    assert report.files == 0 and report.bytes_read == 0 and entry_count(conn) == 60 * 3

@@ -13,8 +13,8 @@ from pimem_index.cli import cli
 from pimem_index.indexer import index_all
 from pimem_index.locations import resolve
 
+from indexed import vocab
 from pijournal import Journal
-from test_indexer import vocab
 
 WORD = "xylophonequartz"
 

@@ -19,40 +19,13 @@ from datasette_test import Datasette
 
 from pimem_index.indexer import index_all
 
-from datasette_pi_memory.serve import ensure_secret, make_token
+from datasette_pi_memory.serve import ensure_secret
 from datasette_pi_memory.state import ACTION, PLUGIN
+from pijournal import Journal
+from plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette
 
-HERON = "heron pipeline deploy notes"
-FLUENT = "kestrel migration only in the fluenty project"
 CANARY = "CANARY-7f3e9b-outside-the-journal-folders"
-ROOT = {"id": "root"}
 API = ("search", "read", "summaries", "status")
-
-
-def make_datasette(locations, plugin_config=None, **kwargs) -> Datasette:
-    config = {"background_index": False, **(plugin_config or {})}
-    ds = Datasette([str(locations.db_path)], secret=ensure_secret(locations),
-                   plugin_config={PLUGIN: config}, **kwargs)
-    ds.root_enabled = True  # what `pimem serve` gets from Datasette's --root
-    return ds
-
-
-@pytest.fixture
-def world(conn, locations, new_journal, home):
-    """Two projects with a full conversation each, indexed."""
-    a = new_journal("Apps/prjct")
-    ids = {"user": a.user(f"please look at the {HERON}")}
-    ids["assistant"] = a.assistant("Running the tests now", tool_calls=[("bash", {"command": "pytest -q"})])
-    ids["tool_result"] = a.tool_result("bash", "heron ok\n" + "\n".join(f"line {i} of output" for i in range(400)))
-    ids["bash"] = a.bash("ls -la", "total 0")
-    ids["compaction"] = a.compaction("Summary: the heron pipeline was fixed", tokens_before=123456)
-    ids["branch_summary"] = a.branch_summary("Branch explored the heron rollback")
-    ids["script"] = a.user("show <script>alert('x')</script> heron markup")
-    b = new_journal("Apps/fluenty")
-    other = b.user(FLUENT)
-    index_all(conn, locations)
-    return {"a": a, "b": b, "ids": ids, "other": other, "cwd_a": str(home / "Apps/prjct"),
-            "cwd_b": str(home / "Apps/fluenty")}
 
 
 @pytest_asyncio.fixture
@@ -61,27 +34,6 @@ async def ds(locations, world):
     await datasette.invoke_startup()
     yield datasette
     await datasette.invoke_shutdown()
-
-
-@pytest.fixture
-def token(locations) -> str:
-    return make_token(locations)
-
-
-def bearer(token: str) -> dict:
-    return {"headers": {"Authorization": f"Bearer {token}"}}
-
-
-def api_path(action: str, world, **params) -> str:
-    from urllib.parse import urlencode
-
-    base = {"q": "heron", "cwd": world["cwd_a"]}
-    if action == "read":
-        base = {"id": world["ids"]["user"], "cwd": world["cwd_a"]}
-    if action == "status":
-        base = {}
-    base.update(params)
-    return f"/-/pi-memory/api/{action}?{urlencode(base, doseq=True)}"
 
 
 # ---- permissions on every route ---------------------------------------------------------------
@@ -349,10 +301,9 @@ def _refused(res) -> None:
 
 @pytest.mark.asyncio
 async def test_journal_outside_the_folders_is_refused_unread(ds, world, token, tmp_path, conn):
-    outside = tmp_path / "elsewhere" / "notes.jsonl"
-    outside.parent.mkdir()
-    outside.write_text(json.dumps({"type": "session", "id": "x", "cwd": "/", "timestamp": "2026-01-01T00:00:00.000Z"})
-                       + "\n" + json.dumps({"type": "message", "id": "c1", "message": {"role": "user", "content": CANARY}}) + "\n")
+    written = Journal(tmp_path, "/", path=tmp_path / "elsewhere" / "notes.jsonl")
+    written.user(CANARY)
+    outside = written.path
     _refused(await ds.client.get(api_path("search", world, q=CANARY, journal=str(outside)), **bearer(token)))
     # a named pipe: opening it would block, so a quick 400 shows it was never opened
     fifo = tmp_path / "elsewhere" / "pipe.jsonl"
@@ -480,7 +431,7 @@ async def test_a_pointer_outside_the_folders_is_never_read(ds, world, conn, tmp_
 
 
 @pytest.mark.asyncio
-async def test_overview_page(ds, world):
+async def test_the_overview_shows_activity_and_recent_sessions_titled_by_their_first_message(ds, world):
     res = await ds.client.get("/-/pi-memory", actor=ROOT)
     assert res.status_code == 200
     text = res.text
@@ -502,7 +453,7 @@ async def test_search_page_highlights_and_escapes(ds, world):
 
 
 @pytest.mark.asyncio
-async def test_search_page_filters(ds, world):
+async def test_the_search_page_filters_by_kind_and_scope_and_rejects_a_bad_date(ds, world):
     res = await ds.client.get("/-/pi-memory/search",
                               params={"q": "heron", "scope": "global", "kind": "compaction"}, actor=ROOT)
     assert "the <mark>heron</mark> pipeline was fixed" in res.text
@@ -515,7 +466,7 @@ async def test_search_page_filters(ds, world):
 
 
 @pytest.mark.asyncio
-async def test_summaries_page(ds, world):
+async def test_the_summaries_page_shows_summaries_not_messages(ds, world):
     res = await ds.client.get("/-/pi-memory/summaries", params={"scope": "global"}, actor=ROOT)
     assert res.status_code == 200
     assert "the heron pipeline was fixed" in res.text and "Branch explored the heron rollback" in res.text

@@ -431,7 +431,7 @@ def test_day_bounds_are_the_users_local_midnight(conn, locations, new_journal, n
     assert query.parse_bound("2026-03-15", end=True, name="until") == "2026-03-16T03:59:59.999Z"
 
 
-def test_iso_datetime_bounds(conn, locations, new_journal):
+def test_since_takes_a_full_iso_datetime_not_only_a_day(conn, locations, new_journal):
     j = new_journal(start=datetime(2026, 3, 15, 12, 0, 0, tzinfo=timezone.utc))
     a = j.user("stamp one", )
     j.now += timedelta(hours=2)

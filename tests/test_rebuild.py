@@ -9,7 +9,9 @@ import time
 from pimem_index import db, store
 from pimem_index.indexer import index_all, rebuild
 
-from test_indexer import make_corpus, run_pimem, snapshot
+from commands import start_pimem
+from indexed import snapshot
+from pijournal import make_corpus
 
 
 def test_rebuild_from_nothing_creates_the_index(locations, new_journal):
@@ -61,7 +63,7 @@ def test_rebuild_killed_midway_leaves_the_previous_index_readable(tmp_path, conn
     make_corpus(new_journal, sessions=25, turns=200)
     index_all(conn, locations)
     expected = snapshot(conn)
-    proc = run_pimem(["rebuild"], locations.db_path, locations)
+    proc = start_pimem(["rebuild"], locations.db_path)
     try:
         building = wait_for_rows_in_the_rebuild(locations.db_path, proc)
     finally:

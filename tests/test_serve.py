@@ -5,11 +5,9 @@ from __future__ import annotations
 import http.cookiejar
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.parse
@@ -18,95 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from commands import pimem
 from pijournal import Journal
-from test_cli import immutable  # noqa: F401  (a fixture)
-
-START_TIMEOUT = 30
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def listening_addresses(port: int) -> set[str]:
-    """Local addresses with a listening TCP socket on this port (from /proc/net/tcp*)."""
-    found = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            addr, hexport = fields[1].split(":")
-            if int(hexport, 16) == port and fields[3] == "0A":
-                found.add(addr)
-    return found
-
-
-class Server:
-    def __init__(self, env: dict, *args: str):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.env = env
-        self.lines: list[str] = []
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pimem_index", "serve", "--port", str(self.port), *args],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=env, text=True, bufsize=1,
-        )
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-
-    @property
-    def output(self) -> str:
-        return "\n".join(self.lines)
-
-    def wait_ready(self) -> str:
-        """Wait for the login link and for the port to answer; returns the link."""
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail(f"pimem serve exited with {self.proc.returncode}:\n{self.output}")
-            link = re.search(r"http://127\.0\.0\.1:\d+/-/auth-token\?token=\w+", self.output)
-            if link and "Uvicorn running" in self.output:
-                return link.group(0)
-            time.sleep(0.1)
-        pytest.fail(f"pimem serve did not start within {START_TIMEOUT}s:\n{self.output}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=15)
-
-
-def get(url: str, token: str | None = None, opener=None) -> tuple[int, str]:
-    req = urllib.request.Request(url)
-    if token:
-        req.add_header("Authorization", f"Bearer {token}")
-    try:
-        with (opener.open(req, timeout=30) if opener else urllib.request.urlopen(req, timeout=30)) as res:
-            return res.status, res.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-
-
-def pimem(env: dict, *args: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "pimem_index", *args], env=env, capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
+from servers import Server, free_port, get, listening_addresses, wait_indexed
 
 @pytest.fixture
 def env(agent_dir) -> dict:
@@ -139,17 +51,6 @@ def indexer_pids(db_path: Path) -> list[int]:
         if b"--watch" in cmd and str(db_path).encode() in cmd:
             pids.append(int(proc.name))
     return pids
-
-
-def wait_indexed(server: Server, token: str, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status, body = get(f"{server.url}/-/pi-memory/api/status", token)
-        data = json.loads(body)
-        if status == 200 and data["entries"] and not data["journals_pending"]:
-            return
-        time.sleep(0.1)
-    pytest.fail(f"the background indexer did not catch up:\n{server.output}")
 
 
 def background_tasks(server: Server, opener) -> tuple[bool, list[str]]:
@@ -233,7 +134,7 @@ def test_serve_loopback_login_token_and_background_indexing(env, agent_dir, home
     assert indexer_pids(db_path) == []
 
 
-def test_serve_on_a_missing_pi_folder(env, agent_dir, home, servers):
+def test_serve_on_a_missing_pi_folder_starts_and_finds_the_first_journal_later(env, agent_dir, home, servers):
     os.rmdir(agent_dir / "sessions")
     server = Server(env)
     servers.append(server)
@@ -260,7 +161,7 @@ def test_serve_on_a_missing_pi_folder(env, agent_dir, home, servers):
     assert found == [first]
 
 
-def test_serve_without_background_indexing(env, agent_dir, home, servers):
+def test_serve_no_index_starts_no_indexer_but_indexes_a_named_journal_on_demand(env, agent_dir, home, servers):
     journal = Journal(agent_dir / "sessions", str(home / "Apps/prjct"))
     journal.user("nothing indexes the grebe")
     server = Server(env, "--no-index")
