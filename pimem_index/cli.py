@@ -336,7 +336,7 @@ def forget_cmd(locations: Locations, entry_id, session_id, show_list, as_json):
         pimem forget --session 0b6e6f2c-8d2b-4a43-9b3b-1f1f2c6a7d01
         pimem forget --list
     """
-    from . import forget
+    from . import forgotten as forget
 
     if show_list:
         records = forget.listing(locations)
@@ -377,7 +377,7 @@ def unforget(locations: Locations, entry_id, session_id):
         pimem unforget c3d4e5f6
         pimem unforget --session 0b6e6f2c-8d2b-4a43-9b3b-1f1f2c6a7d01
     """
-    from . import forget
+    from . import forgotten as forget
 
     if not entry_id and not session_id:
         raise UserError("name an entry or a session (e.g. pimem unforget c3d4e5f6, or pimem unforget --session ID)")

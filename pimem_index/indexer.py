@@ -27,7 +27,8 @@ from typing import Callable, Iterable, Iterator
 
 import orjson
 
-from . import db, forget, journal, parsing, reading, store
+from . import db, journal, parsing, reading, store
+from . import forgotten as forget
 from .locations import Locations
 from .parsing import ParserStopped  # noqa: F401  (raised through index_all)
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import orjson
 
-from . import db, forget, indexer, journal, store
+from . import db, indexer, journal, store
+from . import forgotten as forget
 from .errors import UserError
 from .locations import Locations
 from .redact import redact

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from . import forget, journal, store
+from . import forgotten as forget
+from . import journal, store
 from .redact import redact
 
 # Journals are read in chunks of this size; a full batch holds this much text or these entries.

@@ -7,7 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from pimem_index import db, forget, indexer, query, store
+from pimem_index import db, indexer, query, store
+from pimem_index import forgotten as forget
 from pimem_index.cli import cli
 from pimem_index.errors import UserError
 from pimem_index.indexer import index_all, rebuild

@@ -24,7 +24,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pimem_index import forget, indexer, journal, parsing, reading, store
+from pimem_index import forgotten as forget
+from pimem_index import indexer, journal, parsing, reading, store
 from pimem_index.cli import cli
 from pimem_index.indexer import index_all, index_journal
 from pimem_index.locations import resolve

@@ -15,7 +15,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from pimem_index import forget, indexer, parsing, query, reading, store
+from pimem_index import forgotten as forget
+from pimem_index import indexer, parsing, query, reading, store
 from pimem_index.indexer import index_all, index_journal
 
 SECRET = "gh" + "p_" + "Zq8xK2mN4pR6tV9wY1bD3fH5jL7nQ0sU2xA4"
