@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
 from floor import positions_fts_options  # noqa: E402
-from pimem_index import indexer, query, store  # noqa: E402
+from pimem_index import indexer, query, reread, store  # noqa: E402
 from pimem_index.locations import resolve  # noqa: E402
 
 WORD = re.compile(r"[^\W_]+")
@@ -63,9 +63,9 @@ def main() -> int:
     overlap = []
     while len(ranks["no positions (ours)"]) < args.queries:
         rowid = rng.choice(rowids)
-        row = ours.execute(f"SELECT {query.ENTRY_COLUMNS} FROM entries e JOIN files f ON f.id = e.file_id "
+        row = ours.execute(f"SELECT {reread.ENTRY_COLUMNS} FROM entries e JOIN files f ON f.id = e.file_id "
                            "WHERE e.rowid = ?", (rowid,)).fetchone()
-        text = query.reread(ours, row, locations) or ""
+        text = reread.reread(ours, row, locations) or ""
         words = sorted({w.lower() for w in WORD.findall(text[:20_000]) if len(w) > 3 and not w.isdigit()})
         words = [w for w in rng.sample(words, min(12, len(words))) if 3 <= holding(w) <= 5000]
         if len(words) < 2:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from pimem_index import browse, indexer, query
 from pimem_index.errors import UserError
-from pimem_index.locations import Locations
+from pimem_index.locations import Locations, checked_journal
 
 ACTIONS = ("search", "read", "summaries", "status")
 
@@ -78,7 +78,7 @@ def call(conn, locations: Locations, action: str, params: Params, max_scope: str
         if max_scope != "global":  # a failed journal's path names its project
             data["journals_failed"] = []
         return data
-    journal = browse.checked_journal(locations, params.journal)
+    journal = checked_journal(locations, params.journal)
     if journal is not None:
         indexer.index_journal(conn, journal)
     scope = params.scope or default_scope(max_scope)

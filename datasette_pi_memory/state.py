@@ -21,6 +21,8 @@ from pimem_index import db, store
 from pimem_index.locations import Locations, resolve
 from pimem_index.query import SCOPES
 
+from .api import route_list
+
 PLUGIN = "datasette-pi-memory"
 ACTION = "pi-memory-read"
 ACTION_ABBR = "pmr"
@@ -181,8 +183,6 @@ class PiMemory:
         Pages are for people: the agent reads through the API, and an actor capped to the
         session scope has no current session on a page (the API's journal= names it).
         """
-        from .api import route_list
-
         api = route_list()
         if (actor or {}).get("id") == AGENT_ID:
             return f"The Pi agent's token reads through the API ({api}), not the pages"

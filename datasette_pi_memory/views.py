@@ -6,7 +6,7 @@ import logging
 
 from datasette import Forbidden, NotFound, Response
 
-from pimem_index import db
+from pimem_index import browse, db, journal, query
 from pimem_index.errors import UserError
 
 from . import api, html
@@ -97,8 +97,6 @@ def _urls(datasette) -> dict:
 
 
 def _overview(conn, locations):
-    from pimem_index import browse, query
-
     return {
         "status": query.status(conn, locations),
         "indexing": query.indexing_state(conn, locations),
@@ -125,9 +123,7 @@ async def index_page(datasette, request):
 
 
 def _scopes(max_scope: str) -> list[str]:
-    from pimem_index.query import SCOPES
-
-    return list(SCOPES[: SCOPES.index(max_scope) + 1])
+    return list(query.SCOPES[: query.SCOPES.index(max_scope) + 1])
 
 
 def _page_default_scope(max_scope: str) -> str:
@@ -135,8 +131,6 @@ def _page_default_scope(max_scope: str) -> str:
 
 
 def _search_page_data(conn, locations, action, params: api.Params, max_scope, searched: bool):
-    from pimem_index import browse
-
     out = {"projects": browse.projects(conn, limit=200), "reply": None, "error": None}
     if params.scope == "project" and not params.cwd and out["projects"]:
         params.cwd = out["projects"][0]["cwd"]
@@ -162,8 +156,6 @@ async def _search_or_summaries(datasette, request, action: str):
     params.limit = params.limit or "20"
     searched = action == "summaries" or "q" in request.args or bool(params.kinds)
     data = await pm.run(_search_page_data, pm.locations, action, params, max_scope, searched)
-    from pimem_index import journal
-
     kinds = journal.SUMMARY_KINDS if action == "summaries" else journal.KINDS
     return await render(datasette, request, "pi_memory_search.html", {
         **data,
@@ -180,8 +172,6 @@ async def summaries_page(datasette, request):
 
 
 def _read_data(conn, locations, params: api.Params, max_scope):
-    from pimem_index import query
-
     return query.read(conn, locations, params.id or "", session_id=params.session_id, cwd=params.cwd,
                       scope=params.scope, offset=params.offset, max_scope=max_scope)
 
@@ -210,8 +200,6 @@ async def read_page(datasette, request):
 
 
 def _session_data(conn, locations, session_id, offset):
-    from pimem_index import browse
-
     return browse.session(conn, locations, session_id, offset=offset)
 
 

@@ -1,7 +1,7 @@
 """Browsing helpers for pages: a session's entries in order, activity per day, recent sessions.
 
-Like the queries, every text shown is reread from its journal line (checked against the
-stored fingerprint) and redacted; nothing here reads a file outside the journal folders.
+Every text shown is reread from its journal line (`reread`: checked against the stored
+fingerprint) and redacted; nothing here reads a file outside the journal folders.
 """
 
 from __future__ import annotations
@@ -11,42 +11,12 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 from . import db
-from .errors import UserError
 from .locations import Locations
-from .query import ENTRY_COLUMNS, UNAVAILABLE, entry_json, redacted_head, reread
+from .reread import ENTRY_COLUMNS, UNAVAILABLE, entry_json, redacted_head, reread
 
 SESSION_PAGE = 200
 TITLE_CHARS = 120
 OUTSIDE = "[journal outside the journal folders: not read]"
-
-
-def checked_journal(locations: Locations, path: str | None) -> str | None:
-    """The absolute path of a caller's journal, or a UserError; never opens the file.
-
-    It must be an absolute path ending in .jsonl that lies inside the journal folders
-    (after resolving links) and is a regular file.
-    """
-    if path is None or path == "":
-        return None
-    example = "(e.g. journal=/home/u/.pi/agent/sessions/--home-u-app--/2026-03-15T22-40-18-123Z_0b6e.jsonl)"
-    if "\0" in path:
-        raise UserError(f"journal must be a path without NUL characters {example}")
-    if not os.path.isabs(path):
-        raise UserError(f"journal must be an absolute path {example}")
-    if not path.endswith(".jsonl"):
-        raise UserError(f"journal must be a .jsonl session journal {example}")
-    candidate = Path(path)
-    if not locations.contains(candidate):
-        raise UserError(f"journal {path} is not inside the journal folders "
-                        f"({', '.join(str(d) for d in locations.sessions_dirs)}) {example}")
-    try:
-        real = candidate.resolve()
-        usable = real.name.endswith(".jsonl") and real.is_file()
-    except (OSError, ValueError) as e:  # e.g. a name too long for the file system
-        raise UserError(f"journal {path} cannot be used ({getattr(e, 'strerror', None) or e}) {example}") from None
-    if not usable:
-        raise UserError(f"journal {path} is not a journal file {example}")
-    return os.path.abspath(path)
 
 
 def journal_cwd(conn: db.Connection, path: str) -> str | None:

@@ -10,9 +10,9 @@ import sys
 import click
 import orjson
 
-from . import __version__, db, indexer, journal, query, reading, store
+from . import __version__, db, forget, indexer, journal, lease, query, reading, store
 from .errors import UserError
-from .locations import Locations, resolve
+from .locations import Locations, checked_journal, discover, resolve
 
 
 class Group(click.Group):
@@ -166,7 +166,7 @@ def _watch(conn, locations: Locations, journals, interval: float) -> None:
     import time
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    owner = indexer.default_owner()
+    owner = lease.default_owner()
     opened = store.file_id(locations.db_path)
     last_error = None
     try:
@@ -187,11 +187,9 @@ def _watch(conn, locations: Locations, journals, interval: float) -> None:
 
 def _check_in_folders(locations: Locations, path: str) -> None:
     """Only a .jsonl journal inside the journal folders (after resolving links) is indexed:
-    the same rule as the API's `journal=` (`browse.checked_journal`), never opening the file."""
-    from . import browse
-
+    the same rule as the API's `journal=` (`locations.checked_journal`), never opening the file."""
     try:
-        browse.checked_journal(locations, os.path.abspath(path))
+        checked_journal(locations, os.path.abspath(path))
     except UserError:
         folders = ", ".join(str(d) for d in locations.sessions_dirs)
         raise UserError(f"{path} is not a .jsonl journal inside the journal folders ({folders}) "
@@ -203,7 +201,7 @@ def _watch_pass(conn, locations: Locations, journals, owner: str) -> str | None:
     try:
         report = indexer.index_all(conn, locations, journals=journals, owner=owner)
         if report.lease_holder and journals is None:
-            newest = indexer.discover(locations)[:8]
+            newest = discover(locations)[:8]
             held = indexer.Failures(conn).held_back(newest)  # a failed journal waits here too
             indexer.index_all(conn, locations, journals=[p for p in newest if p not in held])
     except Exception as e:
@@ -336,8 +334,6 @@ def forget_cmd(locations: Locations, entry_id, session_id, show_list, as_json):
         pimem forget --session 0b6e6f2c-8d2b-4a43-9b3b-1f1f2c6a7d01
         pimem forget --list
     """
-    from . import forgotten as forget
-
     if show_list:
         records = forget.listing(locations)
         if as_json:
@@ -377,8 +373,6 @@ def unforget(locations: Locations, entry_id, session_id):
         pimem unforget c3d4e5f6
         pimem unforget --session 0b6e6f2c-8d2b-4a43-9b3b-1f1f2c6a7d01
     """
-    from . import forgotten as forget
-
     if not entry_id and not session_id:
         raise UserError("name an entry or a session (e.g. pimem unforget c3d4e5f6, or pimem unforget --session ID)")
     conn = open_index(locations)

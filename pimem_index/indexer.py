@@ -18,25 +18,20 @@ import contextlib
 import functools
 import itertools
 import os
-import socket
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-import orjson
-
-from . import db, journal, parsing, reading, store
-from . import forgotten as forget
-from .locations import Locations
+from . import db, journal, lease, parsing, reading, store
+from . import forgotten as forgotten_set
+from .forgotten import Forgotten
+from .locations import Locations, find_journals
 from .parsing import ParserStopped  # noqa: F401  (raised through index_all)
 
 # Small journals are written together until this much text is pending: fewer commits.
 GROUP_TEXT_BYTES = 8 * 1024 * 1024
-LEASE_KEY = "backfill_lease"
-LEASE_SECONDS = 120
-BACKFILL_KEY = "backfill"
 # A backfill that read this much merges the term index's segments afterwards.
 COMPACT_AFTER_BYTES = 32 * 1024 * 1024
 # How often a backfill renews its lease and publishes its progress.
@@ -190,7 +185,7 @@ def failed_journals(conn: db.Connection) -> list[dict]:
 
 
 def index_journal(conn: db.Connection, path: str | Path, *,
-                  forgotten: forget.Forgotten | None = None) -> IndexReport:
+                  forgotten: Forgotten | None = None) -> IndexReport:
     """Bring one journal's rows up to date with its complete lines.
 
     Entries in `forgotten` (by default, the decisions file in the agent folder) are skipped.
@@ -199,13 +194,13 @@ def index_journal(conn: db.Connection, path: str | Path, *,
     started = time.perf_counter()
     path = os.path.abspath(os.fspath(path))
     if forgotten is None:
-        forgotten = forget.load()
+        forgotten = forgotten_set.load()
     report = IndexReport()
     failures = Failures(conn)
     try:
         for _attempt in range(20):
             try:
-                work = reading.prepare(_file_row(conn, path), path, forgotten, forget.journal_row(conn, path))
+                work = reading.prepare(_file_row(conn, path), path, forgotten, forgotten_set.journal_row(conn, path))
                 if work is not None:
                     with work:
                         _apply(conn, work, parsing.in_thread(work.batches(), AHEAD_TEXT_BYTES), report)
@@ -255,7 +250,7 @@ def _apply(conn: db.Connection, work: reading.Work, batches: Iterable["reading.B
         return
     if work.forget_as is not None:
         with db.write(conn):
-            forget.bury_journal(conn, work.path, work.forget_as[0], work.st.st_ino, *work.forget_as[1:])
+            forgotten_set.bury_journal(conn, work.path, work.forget_as[0], work.st.st_ino, *work.forget_as[1:])
         return
     reset = work.reset
     expected = None if row is None else (row[0], row[1])
@@ -329,7 +324,7 @@ def _touch(conn: db.Connection, file_id: int, st: os.stat_result, cursor: int) -
 
 
 def _from_processes(paths: list[Path], rows: dict[str, tuple],
-                    forgotten: forget.Forgotten, gone: dict[str, tuple]) -> Iterator[tuple]:
+                    forgotten: Forgotten, gone: dict[str, tuple]) -> Iterator[tuple]:
     """`reading.produce`'s items, parsed and redacted in processes beside this one (a bulk pass)."""
     items = parsing.in_processes(reading.produce, paths, (rows, forgotten, gone), processes=parsing.process_count(),
                                  message_bytes=MESSAGE_TEXT_BYTES, ahead_bytes=AHEAD_TEXT_BYTES)
@@ -471,120 +466,7 @@ def _insert_rows(conn: db.Connection, first: int, file_id: int, session_id: str 
 def forget_journal(conn: db.Connection, path: str) -> int:
     """Remove a journal's file row, entries and terms (it was deleted). Returns 1 if it was known."""
     with db.write(conn):
-        row = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
-        if row is None:
-            return 0
-        store.delete_file_rows(conn, row[0])
-        conn.execute("DELETE FROM files WHERE id = ?", (row[0],))
-        return 1
-
-
-def queue_reindex(conn: db.Connection, file_id: int) -> None:
-    """Mark a journal whose line no longer matches its pointer, so the next pass reads it again."""
-    with db.write(conn):
-        conn.execute("UPDATE files SET needs_reindex = 1 WHERE id = ?", (file_id,))
-
-
-def discover(locations: Locations) -> list[Path]:
-    """Every journal in the journal folders, newest (by modification time) first."""
-    return find_journals(locations)[0]
-
-
-def find_journals(locations: Locations) -> tuple[list[Path], list[str]]:
-    """Every journal in the journal folders, newest first, each once however many links name
-    it; and the links there that resolve outside the journal folders, which are never opened
-    (a link to /etc/passwd named passwd.jsonl, a linked folder elsewhere)."""
-    roots = tuple(os.path.realpath(root) for root in locations.sessions_dirs)
-    found: dict[tuple[int, int], tuple[str, float, bool]] = {}
-    outside: set[str] = set()
-    for root in locations.sessions_dirs:
-        for path, st, linked in _walk_jsonl(str(root), roots, outside):
-            kept = found.get((st.st_dev, st.st_ino))
-            if kept is None or (kept[2] and not linked):  # a name without links wins
-                found[(st.st_dev, st.st_ino)] = (path, st.st_mtime, linked)
-    journals = sorted(found.values(), key=lambda v: v[1], reverse=True)
-    return [Path(path) for path, _mtime, _linked in journals], sorted(outside)
-
-
-def _inside(real: str, roots: tuple[str, ...]) -> bool:
-    """Whether a resolved path lies in one of the (resolved) journal folders."""
-    return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
-
-
-def _walk_jsonl(root: str, roots: tuple[str, ...], outside: set[str]) -> Iterable[tuple[str, os.stat_result, bool]]:
-    """(path, stat, reached through a link) of each .jsonl under root; a link resolving outside
-    `roots` goes to `outside` unfollowed."""
-    stack = [(root, False)]
-    seen: set[tuple[int, int]] = set()
-    while stack:
-        folder, folder_linked = stack.pop()
-        try:
-            st = os.stat(folder)
-            key = (st.st_dev, st.st_ino)
-            if key in seen:
-                continue
-            seen.add(key)
-            with os.scandir(folder) as it:
-                for de in it:
-                    try:
-                        linked = de.is_symlink()
-                        if linked and not _inside(os.path.realpath(de.path), roots):
-                            if de.name.endswith(".jsonl") or de.is_dir():
-                                outside.add(os.path.abspath(de.path))
-                            continue
-                        if de.is_dir():
-                            stack.append((de.path, folder_linked or linked))
-                        elif de.name.endswith(".jsonl") and de.is_file():
-                            yield os.path.abspath(de.path), de.stat(), folder_linked or linked
-                    except OSError:
-                        continue
-        except OSError:
-            continue
-
-
-def default_owner() -> str:
-    """A lease owner name that is unique per process: host:pid."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _holder_gone(holder: str) -> bool:
-    """Whether a lease holder was a process on this host that no longer runs (killed, say),
-    so running the command again goes on at once instead of waiting for the lease to expire."""
-    host, _, pid = holder.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # it runs, as another user
-        return False
-    return False
-
-
-def take_lease(conn: db.Connection, owner: str, seconds: int = LEASE_SECONDS) -> str | None:
-    """Take or renew the backfill lease; returns None when we hold it, else the current holder."""
-    now = time.time()
-    with db.write(conn):
-        value = store.get_meta(conn, LEASE_KEY)
-        if value:
-            holder, _, expiry = value.rpartition("@")
-            try:
-                expired = float(expiry) < now
-            except ValueError:
-                expired = True
-            if holder != owner and not expired and not _holder_gone(holder):
-                return holder
-        store.set_meta(conn, LEASE_KEY, f"{owner}@{now + seconds:.3f}")
-        return None
-
-
-def release_lease(conn: db.Connection, owner: str) -> None:
-    """Give the lease back if we hold it."""
-    with db.write(conn):
-        value = store.get_meta(conn, LEASE_KEY)
-        if value and value.rpartition("@")[0] == owner:
-            conn.execute("DELETE FROM meta WHERE key = ?", (LEASE_KEY,))
+        return store.delete_journal(conn, path)
 
 
 def index_all(
@@ -597,8 +479,8 @@ def index_all(
     """Index the given journals, or backfill every journal newest first under the lease."""
     started = time.perf_counter()
     report = IndexReport()
-    forgotten = forget.load(locations.memory_dir)
-    forget.settle(conn, forgotten)
+    forgotten = forgotten_set.load(locations.memory_dir)
+    forgotten_set.settle(conn, forgotten)
     if journals is not None:
         journals = list(journals)
         for done, path in enumerate(journals, 1):
@@ -607,8 +489,8 @@ def index_all(
                 progress(done, len(journals), Path(path))
         report.seconds = time.perf_counter() - started
         return report
-    owner = owner or default_owner()
-    holder = take_lease(conn, owner)
+    owner = owner or lease.default_owner()
+    holder = lease.take_lease(conn, owner)
     if holder is not None:
         report.lease_holder = holder
         report.seconds = time.perf_counter() - started
@@ -626,7 +508,7 @@ def index_all(
         if held:
             paths = [p for p in paths if p not in held]
         rows = _file_rows(conn)
-        gone = forget.journal_rows(conn)
+        gone = forgotten_set.journal_rows(conn)
         bulk = _pending_bytes(rows, paths, gone) >= COMPACT_AFTER_BYTES
         _merge_settings(conn, bulk=bulk)
         if bulk:  # pages are mostly appended: a small cache does, and the parsers get the memory
@@ -642,12 +524,12 @@ def index_all(
             if time.monotonic() - last_write >= PROGRESS_SECONDS and report.files:
                 # Renew the lease and publish progress now and then, not after every journal:
                 # a steady pass over unchanged journals writes nothing.
-                if take_lease(conn, owner) is not None:
+                if lease.take_lease(conn, owner) is not None:
                     break
-                _record_backfill(conn, total, done, complete=False)
+                lease.record_backfill(conn, total, done, complete=False)
                 last_write = time.monotonic()
         else:
-            _record_backfill(conn, total, total, complete=True)
+            lease.record_backfill(conn, total, total, complete=True)
             if report.bytes_read >= COMPACT_AFTER_BYTES:
                 compact(conn)
             _merge_settings(conn, bulk=False)
@@ -659,7 +541,7 @@ def index_all(
         except db.OperationalError:
             pass  # the index is busy: the next pass creates them
         finally:
-            release_lease(conn, owner)
+            lease.release_lease(conn, owner)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -679,7 +561,7 @@ def _pending_bytes(rows: dict[str, tuple], paths: list[Path], gone: dict[str, tu
         row = rows.get(str(path))
         try:
             st = path.stat()
-            if row is None and forget.unchanged(gone, str(path), st):
+            if row is None and forgotten_set.unchanged(gone, str(path), st):
                 continue
             pending += max(0, st.st_size - (row[1] if row else 0))
         except (OSError, TypeError):  # TypeError: a row edited by hand; the journal fails on its own
@@ -702,7 +584,7 @@ def _merge_settings(conn: db.Connection, bulk: bool) -> None:
             conn.execute("INSERT INTO entries_fts (entries_fts, rank) VALUES (?, ?)", (key, value))
 
 
-def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgotten,
+def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], forgotten: Forgotten,
                gone: dict[str, tuple], report: IndexReport, failures: Failures,
                bulk: bool = False) -> Iterator[Path]:
     """Index journals in order, parsing the next ones while this one is written.
@@ -722,7 +604,7 @@ def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], f
         items.close()  # stops the thread or the processes at once, however this pass ends
 
 
-def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: forget.Forgotten,
+def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: Forgotten,
                report: IndexReport, failures: Failures) -> Iterator[Path]:
     """The writing side of `_pipelined`: small journals grouped, large ones batch by batch.
 
@@ -774,7 +656,7 @@ def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: forget.Fo
 
 
 def _write_group(conn: db.Connection, group: list[tuple[reading.Work, list[reading.Batch]]],
-                 forgotten: forget.Forgotten, report: IndexReport, failures: Failures) -> None:
+                 forgotten: Forgotten, report: IndexReport, failures: Failures) -> None:
     """Write small journals in one transaction. One that fails is recorded and the others are
     written again without it, as parsed; after a conflict each is done again on its own."""
     while group:
@@ -839,19 +721,6 @@ def remove_outside(conn: db.Connection, locations: Locations, listed: list[Path]
         if path not in names and path.startswith(folders) and not locations.contains(Path(path)):
             removed += forget_journal(conn, path)
     return removed
-
-
-def _record_backfill(conn: db.Connection, total: int, done: int, complete: bool) -> None:
-    """Publish backfill progress for the replies' `indexing` block (unchanged: nothing written)."""
-    raw = store.get_meta(conn, BACKFILL_KEY)
-    if raw:
-        old = orjson.loads(raw)
-        if (old.get("journals_total"), old.get("journals_done"), old.get("complete")) == (total, done, complete):
-            return
-    with db.write(conn):
-        store.set_meta(conn, BACKFILL_KEY, orjson.dumps({
-            "journals_total": total, "journals_done": done, "complete": complete, "at": _now(),
-        }).decode())
 
 
 def _now() -> str:

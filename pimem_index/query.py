@@ -1,4 +1,4 @@
-"""Search, read and summaries over the index, rereading and redacting every text from the journal.
+"""Search, read and summaries over the index, every text reread from its journal (`reread`) and redacted.
 
 Replies are plain dicts in the contract's JSON shapes, identical for the CLI and the HTTP API.
 """
@@ -15,24 +15,18 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 
-import orjson
-
-from . import db, indexer, journal, store
-from . import forgotten as forget
+from . import db, forgotten, indexer, journal, lease, store
 from .errors import UserError
-from .locations import Locations
+from .locations import Locations, discover, find_journals
 from .redact import redact
+from .reread import ENTRY_COLUMNS, UNAVAILABLE, entry_json, excerpt, reread
 
 SCOPES = ("session", "project", "global")
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 100
 CANDIDATES = 400
 PAGE_CHARS = 16_000
-EXCERPT_CHARS = 300
 RECENCY_DAYS = 30.0
-WHOLE_REDACT_CHARS = 200_000
-EXCERPT_WINDOW = 20_000
-UNAVAILABLE = "[journal line unavailable]"
 # A search's size and time. Measured on the benchmark corpus (500 MB, 124,000 entries, 2 cores):
 # the 64 most common words take 1.6 s globally, 0.8 s in a project; 990 of them took 4.4 s and
 # 1,000 overflow SQLite's expression depth. A pasted error message of a few dozen words fits.
@@ -40,10 +34,6 @@ MAX_TERMS = 64
 QUERY_SECONDS = 3.0
 PROGRESS_STEPS = 10_000  # SQLite instructions between two looks at the clock (well under a millisecond)
 
-ENTRY_COLUMNS = (
-    "e.rowid, e.id, e.session_id, e.timestamp, e.kind, e.role, e.tool, f.cwd, f.path, "
-    "e.offset, e.length, e.fingerprint, e.line, e.file_id, e.chars, e.tokens_before"
-)
 _TERM = re.compile(r"[^\W_]+")
 
 
@@ -484,17 +474,6 @@ def _epoch(ts: str) -> float:
         return 0.0
 
 
-def entry_json(row) -> dict:
-    """The contract's entry keys (and a few more) from an ENTRY_COLUMNS row."""
-    data = {
-        "id": row[1], "session_id": row[2], "timestamp": row[3], "kind": row[4],
-        "role": row[5], "tool": row[6], "cwd": row[7], "journal": row[8], "chars": row[14],
-    }
-    if row[4] == "compaction":
-        data["tokens_before"] = row[15]
-    return data
-
-
 def _hit(conn, locations: Locations, row, score: float | None, terms: list[str]) -> dict:
     hit = entry_json(row)
     text = reread(conn, row, locations)
@@ -505,94 +484,6 @@ def _hit(conn, locations: Locations, row, score: float | None, terms: list[str])
         hit["excerpt"] = excerpt(text, terms)
     hit["score"] = float(f"{score:.6g}") if score is not None else None
     return hit
-
-
-def reread(conn, row, locations: Locations) -> str | None:
-    """The entry's unredacted text from its journal line, or None when the line is not the entry.
-
-    Nothing outside the journal folders is ever opened. The line must carry the requested id
-    and the stored fingerprint; otherwise the journal is queued for reindexing and the text
-    is unavailable, never another entry's.
-    """
-    entry_id, path, offset, length, fp, line_no, file_id = row[1], row[8], row[9], row[10], row[11], row[12], row[13]
-    if not locations.contains(Path(path)):
-        return None
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(offset)
-            data = fh.read(length)
-    except OSError:
-        return None
-    item = None
-    if len(data) == length and journal.fingerprint(data) == fp:
-        try:
-            item = journal.parse_line(data, line_no)
-        except journal.Malformed:
-            item = None
-    if not isinstance(item, journal.Entry) or item.id != entry_id:
-        _queue_reindex(conn, file_id)
-        return None
-    return item.text
-
-
-def _queue_reindex(conn, file_id: int) -> None:
-    try:
-        indexer.queue_reindex(conn, file_id)
-    except db.OperationalError:
-        pass  # read-only or busy: the next pass's fingerprint checks find the change anyway
-
-
-def excerpt(text: str, terms: list[str], width: int = EXCERPT_CHARS) -> str:
-    """Redacted text around the first matching term, on one line, at most about `width` characters."""
-    if len(text) > WHOLE_REDACT_CHARS:
-        pos = _first_term(text, terms)
-        start = max(0, pos - EXCERPT_WINDOW // 2)
-        begin = text.rfind("-----BEGIN", 0, start)
-        if begin >= 0 and text.find("-----END", begin, start) < 0:
-            start = begin
-        start = text.rfind("\n", 0, start) + 1
-        end = text.find("\n", pos + EXCERPT_WINDOW // 2)
-        text = text[start:] if end < 0 else text[start:end]
-    clean = redact(text)
-    pos = _first_term(clean, terms) if terms else 0
-    lead = width // 3 if terms else 0
-    start = max(0, pos - lead)
-    if start:
-        space = clean.rfind(" ", max(0, start - 20), start)
-        start = space + 1 if space >= 0 else start
-    piece = clean[start:start + width]
-    if start + width < len(clean):
-        cut = piece.rfind(" ", width - 40)
-        piece = (piece[:cut] if cut > 0 else piece) + " …"
-    if start:
-        piece = "… " + piece
-    return " ".join(piece.split())
-
-
-# A secret that starts in the part of a text that is shown ends within this many characters.
-REDACT_MARGIN = 65_536
-
-
-def redacted_head(text: str, chars: int) -> str:
-    """The first `chars` characters of redact(text), without redacting all of a huge text.
-
-    The prefix redacted runs a margin past what is shown (to a line end), so a secret that
-    starts in the shown part is masked whole; a key block cut off there is masked too.
-    """
-    if len(text) <= chars + REDACT_MARGIN:
-        return redact(text)[:chars]
-    cut = text.find("\n", chars + REDACT_MARGIN)
-    return redact(text if cut < 0 else text[:cut])[:chars]
-
-
-def _first_term(text: str, terms: list[str]) -> int:
-    lowered = text.lower()
-    best = -1
-    for t in terms:
-        m = re.search(r"(?<![^\W_])" + re.escape(t), lowered)
-        if m and (best < 0 or m.start() < best):
-            best = m.start()
-    return max(best, 0)
 
 
 def read(conn: db.Connection, locations: Locations, entry_id: str, *, session_id: str | None = None,
@@ -647,10 +538,9 @@ def read(conn: db.Connection, locations: Locations, entry_id: str, *, session_id
 
 def indexing_state(conn: db.Connection, locations: Locations) -> dict:
     """How far backfill has come; when incomplete, a note that results may be incomplete."""
-    raw = store.get_meta(conn, indexer.BACKFILL_KEY)
-    state = orjson.loads(raw) if raw else None
+    state = lease.backfill_progress(conn)
     if state is None:
-        total = len(indexer.discover(locations))
+        total = len(discover(locations))
         done = conn.execute("SELECT (SELECT COUNT(*) FROM files) + (SELECT COUNT(*) FROM forgotten_journals)"
                             ).fetchone()[0]
         complete = total == 0
@@ -674,8 +564,8 @@ def status(conn: db.Connection, locations: Locations) -> dict:
         "SELECT COUNT(*) FROM entries WHERE kind IN ('compaction', 'branch_summary')"
     ).fetchone()[0]
     known = {r[0]: r[1:] for r in conn.execute("SELECT path, size, mtime, needs_reindex FROM files")}
-    gone = forget.journal_rows(conn)
-    journals, outside = indexer.find_journals(locations)
+    gone = forgotten.journal_rows(conn)
+    journals, outside = find_journals(locations)
     pending = 0
     for path in journals:
         row = known.get(str(path))
@@ -683,7 +573,7 @@ def status(conn: db.Connection, locations: Locations) -> dict:
             st = path.stat()
         except OSError:
             continue
-        if row is None and forget.unchanged(gone, str(path), st):
+        if row is None and forgotten.unchanged(gone, str(path), st):
             continue
         if row is None or row[0] != st.st_size or row[1] != st.st_mtime or row[2]:
             pending += 1

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from . import forgotten as forget
 from . import journal, store
+from .forgotten import Forgotten
 from .redact import redact
 
 # Journals are read in chunks of this size; a full batch holds this much text or these entries.
@@ -118,7 +118,7 @@ class Work:
     start: int = 0
     start_line: int = 0
     session_id: str | None = None
-    forgotten: forget.Forgotten | None = None
+    forgotten: Forgotten | None = None
     missing: bool = False  # the journal is gone: its rows are removed
     # The journal of a forgotten session: (session key, head length, head fingerprint) for
     # its forgotten_journals row; nothing of it is read beyond its first line.
@@ -147,10 +147,10 @@ class Work:
             self.fh.close()
 
 
-def prepare(row: tuple | None, path: str, forgotten: forget.Forgotten, gone: tuple | None = None) -> Work | None:
+def prepare(row: tuple | None, path: str, forgotten: Forgotten, gone: tuple | None = None) -> Work | None:
     """Decide what a journal needs from its file and its row; None when it is unchanged.
 
-    `gone` is the journal's forgotten_journals row (`forget.journal_rows`), if any: while the
+    `gone` is the journal's forgotten_journals row (`forgotten.journal_rows`), if any: while the
     file is that one and its session still forgotten, nothing is read past the first line.
     """
     try:
@@ -178,7 +178,7 @@ def prepare(row: tuple | None, path: str, forgotten: forget.Forgotten, gone: tup
     return work
 
 
-def _still_forgotten(fh, st: os.stat_result, gone: tuple, forgotten: forget.Forgotten) -> bool:
+def _still_forgotten(fh, st: os.stat_result, gone: tuple, forgotten: Forgotten) -> bool:
     """Whether the file is the forgotten journal recorded at its path (same inode, same first
     line) and its session is still forgotten."""
     session_key, inode, head_length, head_fp = gone
@@ -188,7 +188,7 @@ def _still_forgotten(fh, st: os.stat_result, gone: tuple, forgotten: forget.Forg
     return head[-1:] == b"\n" and journal.fingerprint(head[:-1]) == head_fp
 
 
-def forgotten_head(fh, forgotten: forget.Forgotten) -> tuple[str, int, int] | None:
+def forgotten_head(fh, forgotten: Forgotten) -> tuple[str, int, int] | None:
     """(session key, length, fingerprint) of the first line when it is the header of a
     forgotten session; reads that line only, and only when some session is forgotten."""
     if not forgotten.sessions:
@@ -216,7 +216,7 @@ def _failure_last(batches: Iterator[Batch], start: int) -> Iterator[Batch]:
 
 
 def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
-             forgotten: forget.Forgotten, ramp: bool = False) -> Iterator[Batch]:
+             forgotten: Forgotten, ramp: bool = False) -> Iterator[Batch]:
     """Parse complete lines from `start` up to `size` in batches; an incomplete last line waits.
 
     A large journal's batches (or any journal's, with `ramp`) start small and grow.
@@ -277,7 +277,7 @@ class _LineState:
     """What a line's meaning depends on beyond itself: the session it belongs to."""
 
     session_id: str | None
-    forgotten: forget.Forgotten
+    forgotten: Forgotten
 
 
 def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _LineState) -> int:
@@ -317,13 +317,13 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
     return 0
 
 
-def produce(paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgotten,
+def produce(paths: list[Path], rows: dict[str, tuple], forgotten: Forgotten,
             gone: dict[str, tuple] | None = None) -> Iterator[tuple]:
     """The parsing side of a backfill: ("skip"|"work"|"batch"|"end", path, payload) per journal.
 
     Decides each journal's work from the rows the pass started with (`_file_rows`), so
     parsing runs ahead across journals, not only within one, without opening the index
-    (`gone`: the forgotten journals, `forget.journal_rows`, keyed by their path's hash).
+    (`gone`: the forgotten journals, `forgotten.journal_rows`, keyed by their path's hash).
     Runs in a thread or in parsing processes (`parsing`); everything it yields pickles.
     The first journal with work comes in small batches first, so writing starts early.
     A journal that fails comes as its work and a failure batch; the others go on.

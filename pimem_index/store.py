@@ -326,6 +326,23 @@ def set_meta(conn: db.Connection, key: str, value: str | None) -> None:
     )
 
 
+def queue_reindex(conn: db.Connection, file_id: int) -> None:
+    """Mark a journal whose line no longer matches its pointer, so the next pass reads it again."""
+    with db.write(conn):
+        conn.execute("UPDATE files SET needs_reindex = 1 WHERE id = ?", (file_id,))
+
+
+def delete_journal(conn: db.Connection, path: str) -> int:
+    """Remove a journal's files row, entries and terms; returns 1 if it had a row. The caller owns
+    the transaction."""
+    row = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+    if row is None:
+        return 0
+    delete_file_rows(conn, row[0])
+    conn.execute("DELETE FROM files WHERE id = ?", (row[0],))
+    return 1
+
+
 def delete_file_rows(conn: db.Connection, file_id: int) -> int:
     """Remove a journal's entries and their terms; the caller owns the transaction."""
     conn.execute(

@@ -720,7 +720,7 @@ async def _ids(ds, world, q: str) -> list[str]:
 @pytest.mark.asyncio
 async def test_an_index_rebuilt_under_the_server_is_reopened_and_a_forget_on_it_holds(ds, world, locations):
     from pimem_index import store
-    from pimem_index.forgotten import forget_entry
+    from pimem_index.forget import forget_entry
 
     other = world["other"]
     assert await _ids(ds, world, "kestrel") == [other]

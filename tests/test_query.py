@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from pimem_index import query
+from pimem_index import query, reread
 from pimem_index.errors import UserError
 from pimem_index.indexer import index_all, index_journal
 
@@ -184,7 +184,7 @@ def test_line_rewritten_in_place_reads_as_unavailable_never_as_other_text(conn, 
     assert page["status"] == "unavailable"
     assert "text" not in page
     hit = query.search(conn, locations, "cormorant", cwd=cwd)["results"][0]
-    assert hit["excerpt"] == query.UNAVAILABLE and hit["stale"] is True
+    assert hit["excerpt"] == reread.UNAVAILABLE and hit["stale"] is True
     assert "albatross" not in json.dumps(hit)
     assert conn.execute("SELECT needs_reindex FROM files").fetchone()[0] == 1
     index_all(conn, locations)
@@ -599,7 +599,7 @@ def test_nothing_outside_the_journal_folders_is_read(conn, locations, new_journa
     page = query.read(conn, locations, e, cwd=str(home / "Apps/prjct"))
     assert page["status"] == "unavailable" and "outside the journal folders" in page["reason"]
     hit = query.search(conn, locations, "wombat", scope="global")["results"][0]
-    assert hit["excerpt"] == query.UNAVAILABLE and "wombat" not in hit["excerpt"]
+    assert hit["excerpt"] == reread.UNAVAILABLE and "wombat" not in hit["excerpt"]
 
 
 def test_scoped_ranking_only_looks_at_the_scopes_entries(conn, locations, home, new_journal):
@@ -622,9 +622,9 @@ def test_scoped_ranking_only_looks_at_the_scopes_entries(conn, locations, home, 
 def test_redacted_head_masks_a_secret_that_starts_in_the_shown_part():
     token = "gh" + "p_" + "Ab3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc0Ef3Hi6"
     text = "x" * 979 + " " + token + "\n" + ("filler line\n" * 20_000)
-    head = query.redacted_head(text, 1000)
+    head = reread.redacted_head(text, 1000)
     assert len(head) == 1000 and token[:4] in head
     assert token[4:12] not in head
     cut_naively = query.redact(text[:1000])
     assert token[4:12] in cut_naively, "the margin is what masks a secret cut at the edge"
-    assert query.redacted_head("short " + token, 1000) == query.redact("short " + token)
+    assert reread.redacted_head("short " + token, 1000) == query.redact("short " + token)

@@ -1,0 +1,139 @@
+"""Forgetting and unforgetting: the operations behind `pimem forget`, `pimem unforget` and `--list`.
+
+Each decision is appended to the decisions file (`forgotten`, which holds the forgotten set
+the indexer and the parsing processes honour) and applied to the index at once: a forgotten
+entry's rows and terms go; a forgotten session's journals are buried (`forgotten.bury_sessions`);
+unforgetting reindexes what it touched. This module sits above indexing and rereading.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+
+import orjson
+
+from . import db, forgotten, indexer, journal, store
+from .errors import UserError
+from .forgotten import load, text_fingerprint
+from .locations import Locations, discover
+from .reread import reread
+
+
+def _append(locations: Locations, record: dict) -> None:
+    folder = locations.ensure_memory_dir()
+    path = forgotten.path_for(folder)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, orjson.dumps(record) + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.chmod(path, 0o600)
+
+
+def _now() -> str:
+    return journal.iso_utc(datetime.now(timezone.utc))
+
+
+def _find_entry(conn: db.Connection, entry_id: str, session_id: str | None):
+    sql = ("SELECT e.rowid, e.id, e.session_id, e.timestamp, e.kind, e.role, e.tool, f.cwd, f.path, "
+           "e.offset, e.length, e.fingerprint, e.line, e.file_id FROM entries e "
+           "JOIN files f ON f.id = e.file_id WHERE e.id = ?")
+    params: list = [entry_id]
+    if session_id:
+        sql += " AND e.session_id = ?"
+        params.append(session_id)
+    rows = conn.execute(sql, params).fetchall()
+    if not rows:
+        where = f" in session {session_id}" if session_id else ""
+        raise UserError(f"no entry {entry_id}{where} in the index (find ids with: pimem search QUERY --scope global)")
+    if len(rows) > 1:
+        sessions = ", ".join(sorted({r[2] or "?" for r in rows}))
+        raise UserError(f"{entry_id} names entries in several sessions ({sessions}); "
+                        f"choose one, e.g. pimem forget {entry_id} --session {rows[0][2]}")
+    return rows[0]
+
+
+def forget_entry(conn: db.Connection, locations: Locations, entry_id: str,
+                 session_id: str | None = None) -> dict:
+    """Record and apply forgetting one entry."""
+    row = _find_entry(conn, entry_id, session_id)
+    text = reread(conn, row, locations)  # the one place that rereads and checks a line
+    record = {"action": "forget", "session_id": row[2], "entry_id": entry_id, "at": _now()}
+    if text is not None:
+        record["text_fingerprint"] = text_fingerprint(
+            journal.Entry(id=entry_id, parent_id=None, timestamp=None, kind=row[4], role=None,
+                          tool=None, text=text))
+    _append(locations, record)
+    _delete_rows(conn, "SELECT rowid FROM entries WHERE rowid = ?", [row[0]], row[13])
+    return record
+
+
+def forget_session(conn: db.Connection, locations: Locations, session_id: str) -> dict:
+    """Record and apply forgetting a whole session: its journals leave `files` for `forgotten_journals`."""
+    files = conn.execute("SELECT id FROM files WHERE session_id = ?", (session_id,)).fetchall()
+    if not files:
+        if conn.execute("SELECT 1 FROM forgotten_journals WHERE session_key = ?",
+                        (store.forgotten_key(session_id),)).fetchone():
+            raise UserError(f"session {session_id} is already forgotten (undo: pimem unforget --session {session_id})")
+        raise UserError(f"no session {session_id} in the index (list sessions with: pimem search --scope global)")
+    record = {"action": "forget", "session_id": session_id, "entry_id": None, "at": _now()}
+    _append(locations, record)
+    with db.write(conn):
+        forgotten.bury_sessions(conn, [session_id])
+    return record
+
+
+def _delete_rows(conn: db.Connection, select: str, params: list, file_id: int) -> None:
+    with db.write(conn):
+        rowids = [r[0] for r in conn.execute(select, params)]
+        conn.executemany("DELETE FROM entries_fts WHERE rowid = ?", [(r,) for r in rowids])
+        conn.executemany("DELETE FROM entries WHERE rowid = ?", [(r,) for r in rowids])
+        conn.execute("UPDATE files SET entry_count = MAX(0, entry_count - ?) WHERE id = ?",
+                     (len(rowids), file_id))
+
+
+def unforget(conn: db.Connection, locations: Locations, entry_id: str | None,
+             session_id: str | None) -> dict:
+    """Undo one forget and reindex the journals it touched, so the entries return."""
+    state = load(locations.memory_dir)
+    matches = [r for r in state.records
+               if (entry_id is None and r.get("entry_id") is None and r.get("session_id") == session_id)
+               or (entry_id is not None and r.get("entry_id") == entry_id
+                   and (session_id is None or r.get("session_id") == session_id))]
+    if not matches:
+        what = f"entry {entry_id}" if entry_id else f"session {session_id}"
+        raise UserError(f"{what} is not forgotten (see: pimem forget --list)")
+    if len(matches) > 1:
+        raise UserError(f"{entry_id} is forgotten in several sessions; choose one, "
+                        f"e.g. pimem unforget {entry_id} --session {matches[0]['session_id']}")
+    rec = matches[0]
+    record = {"action": "unforget", "session_id": rec["session_id"], "entry_id": rec.get("entry_id"),
+              "at": _now()}
+    _append(locations, record)
+    if rec.get("entry_id") is None:
+        paths = _unbury_session(conn, locations, rec["session_id"])
+    else:
+        with db.write(conn):
+            conn.execute("UPDATE files SET needs_reindex = 1 WHERE session_id = ?", (rec["session_id"],))
+            paths = [r[0] for r in conn.execute("SELECT path FROM files WHERE session_id = ?",
+                                                (rec["session_id"],))]
+    for path in paths:
+        indexer.index_journal(conn, path, forgotten=load(locations.memory_dir))
+    return record
+
+
+def _unbury_session(conn: db.Connection, locations: Locations, session_id: str) -> list[str]:
+    """Drop a session's forgotten_journals rows; returns its journals (found by hashing the
+    discovered paths) for indexing again."""
+    key = store.forgotten_key(session_id)
+    with db.write(conn):
+        keys = {r[0] for r in conn.execute("SELECT path_key FROM forgotten_journals WHERE session_key = ?", (key,))}
+        conn.execute("DELETE FROM forgotten_journals WHERE session_key = ?", (key,))
+    return [str(p) for p in discover(locations) if store.forgotten_key(str(p)) in keys]
+
+
+def listing(locations: Locations) -> list[dict]:
+    """What is forgotten now, oldest decision first."""
+    return sorted(load(locations.memory_dir).records, key=lambda r: r.get("at", ""))
