@@ -63,8 +63,7 @@ def main() -> int:
     overlap = []
     while len(ranks["no positions (ours)"]) < args.queries:
         rowid = rng.choice(rowids)
-        row = ours.execute(f"SELECT {reread.ENTRY_COLUMNS} FROM entries e JOIN files f ON f.id = e.file_id "
-                           "WHERE e.rowid = ?", (rowid,)).fetchone()
+        row = reread.select_entries(ours, "e.rowid = ?", (rowid,))[0]
         text = reread.reread(ours, row, locations) or ""
         words = sorted({w.lower() for w in WORD.findall(text[:20_000]) if len(w) > 3 and not w.isdigit()})
         words = [w for w in rng.sample(words, min(12, len(words))) if 3 <= holding(w) <= 5000]
@@ -75,7 +74,7 @@ def main() -> int:
         theirs = [r[0] for r in positions.execute(
             "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? ORDER BY bm25(entries_fts) LIMIT 100",
             (expression,))]
-        mine = [r[0] for r in query._ranked(ours, terms, "AND", everything, "1", [])][:100]
+        mine = [row.rowid for row, _score in query._ranked(ours, terms, "AND", everything, "1", [])][:100]
         for name, ranked in (("positions (FTS5 bm25)", theirs), ("no positions (ours)", mine)):
             ranks[name].append(ranked.index(rowid) + 1 if rowid in ranked else None)
         if theirs:

@@ -17,7 +17,7 @@ from . import db, forgotten, indexer, journal, store
 from .errors import UserError
 from .forgotten import load, text_fingerprint
 from .locations import Locations, discover
-from .reread import reread
+from .reread import EntryRow, reread, select_entries
 
 
 def _append(locations: Locations, record: dict) -> None:
@@ -36,22 +36,17 @@ def _now() -> str:
     return journal.iso_utc(datetime.now(timezone.utc))
 
 
-def _find_entry(conn: db.Connection, entry_id: str, session_id: str | None):
-    sql = ("SELECT e.rowid, e.id, e.session_id, e.timestamp, e.kind, e.role, e.tool, f.cwd, f.path, "
-           "e.offset, e.length, e.fingerprint, e.line, e.file_id FROM entries e "
-           "JOIN files f ON f.id = e.file_id WHERE e.id = ?")
-    params: list = [entry_id]
-    if session_id:
-        sql += " AND e.session_id = ?"
-        params.append(session_id)
-    rows = conn.execute(sql, params).fetchall()
+def _find_entry(conn: db.Connection, entry_id: str, session_id: str | None) -> EntryRow:
+    """The one entry with this id (in this session), or a UserError saying how to name it."""
+    rows = (select_entries(conn, "e.id = ? AND e.session_id = ?", (entry_id, session_id)) if session_id
+            else select_entries(conn, "e.id = ?", (entry_id,)))
     if not rows:
         where = f" in session {session_id}" if session_id else ""
         raise UserError(f"no entry {entry_id}{where} in the index (find ids with: pimem search QUERY --scope global)")
     if len(rows) > 1:
-        sessions = ", ".join(sorted({r[2] or "?" for r in rows}))
+        sessions = ", ".join(sorted({r.session_id or "?" for r in rows}))
         raise UserError(f"{entry_id} names entries in several sessions ({sessions}); "
-                        f"choose one, e.g. pimem forget {entry_id} --session {rows[0][2]}")
+                        f"choose one, e.g. pimem forget {entry_id} --session {rows[0].session_id}")
     return rows[0]
 
 
@@ -60,13 +55,13 @@ def forget_entry(conn: db.Connection, locations: Locations, entry_id: str,
     """Record and apply forgetting one entry."""
     row = _find_entry(conn, entry_id, session_id)
     text = reread(conn, row, locations)  # the one place that rereads and checks a line
-    record = {"action": "forget", "session_id": row[2], "entry_id": entry_id, "at": _now()}
+    record = {"action": "forget", "session_id": row.session_id, "entry_id": entry_id, "at": _now()}
     if text is not None:
         record["text_fingerprint"] = text_fingerprint(
-            journal.Entry(id=entry_id, parent_id=None, timestamp=None, kind=row[4], role=None,
+            journal.Entry(id=entry_id, parent_id=None, timestamp=None, kind=row.kind, role=None,
                           tool=None, text=text))
     _append(locations, record)
-    _delete_rows(conn, "SELECT rowid FROM entries WHERE rowid = ?", [row[0]], row[13])
+    _delete_rows(conn, "SELECT rowid FROM entries WHERE rowid = ?", [row.rowid], row.file_id)
     return record
 
 

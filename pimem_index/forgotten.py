@@ -18,6 +18,7 @@ import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 
@@ -77,9 +78,9 @@ def load(memory_dir: Path | None = None) -> Forgotten:
     except OSError:
         return Forgotten()
     key = (st.st_size, st.st_mtime_ns)
-    cached = _cache.get(str(path))
-    if cached and cached[0] == key:
-        return cached[1]
+    cached_key, cached = _cache.get(str(path), (None, None))
+    if cached is not None and cached_key == key:
+        return cached
     state = Forgotten()
     active: dict[tuple, dict] = {}
     with open(path, "rb") as fh:
@@ -151,25 +152,36 @@ def settle(conn: db.Connection, forgotten: Forgotten) -> int:
         return bury_sessions(conn, sessions)
 
 
-def journal_rows(conn: db.Connection) -> dict[str, tuple]:
-    """Every forgotten journal the index knows: path key -> (session key, inode, head length,
-    head fingerprint), for a pass to skip them (`reading.prepare`)."""
-    return {r[0]: tuple(r[1:]) for r in conn.execute(
-        "SELECT path_key, session_key, inode, head_length, head_fingerprint FROM forgotten_journals")}
+class ForgottenJournal(NamedTuple):
+    """A forgotten session's journal as the index remembers it (its forgotten_journals row, without
+    its path key): enough to know the file again without keeping its path or session id."""
+
+    session_key: str
+    inode: int | None
+    head_length: int
+    head_fingerprint: int
 
 
-def journal_row(conn: db.Connection, path: str) -> tuple | None:
+FORGOTTEN_JOURNAL_COLUMNS = ", ".join(ForgottenJournal._fields)
+
+
+def journal_rows(conn: db.Connection) -> dict[str, ForgottenJournal]:
+    """Every forgotten journal the index knows, by its path key, for a pass to skip them (`reading.prepare`)."""
+    return {path_key: ForgottenJournal(*values) for path_key, *values in conn.execute(
+        f"SELECT path_key, {FORGOTTEN_JOURNAL_COLUMNS} FROM forgotten_journals")}
+
+
+def journal_row(conn: db.Connection, path: str) -> ForgottenJournal | None:
     """`journal_rows` for one journal."""
-    row = conn.execute(
-        "SELECT session_key, inode, head_length, head_fingerprint FROM forgotten_journals WHERE path_key = ?",
-        (store.forgotten_key(path),)).fetchone()
-    return tuple(row) if row else None
+    row = conn.execute(f"SELECT {FORGOTTEN_JOURNAL_COLUMNS} FROM forgotten_journals WHERE path_key = ?",
+                       (store.forgotten_key(path),)).fetchone()
+    return ForgottenJournal._make(row) if row else None
 
 
-def unchanged(gone: dict[str, tuple], path: str, st: os.stat_result) -> bool:
+def unchanged(gone: dict[str, ForgottenJournal], path: str, st: os.stat_result) -> bool:
     """Whether a journal is a forgotten one still in place (`journal_rows`), so no pass has
     work there: lines appended to it are never read; a new file at its path is looked at."""
     if not gone:
         return False
     row = gone.get(store.forgotten_key(path))
-    return row is not None and row[1] == st.st_ino
+    return row is not None and row.inode == st.st_ino

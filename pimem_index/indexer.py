@@ -217,23 +217,21 @@ def index_journal(conn: db.Connection, path: str | Path, *,
     return report
 
 
-_FILE_COLUMNS = ("id, cursor, lines, size, mtime, inode, head_length, head_fingerprint, "
-                 "tail_offset, tail_length, tail_fingerprint, needs_reindex, session_id")
-
-
-def _file_row(conn: db.Connection, path: str) -> tuple | None:
+def _file_row(conn: db.Connection, path: str) -> reading.FileRow | None:
     """What the index knows of one journal: its id, cursor, size, fingerprints..."""
-    return conn.execute(f"SELECT {_FILE_COLUMNS} FROM files WHERE path = ?", (path,)).fetchone()
+    row = conn.execute(f"SELECT {reading.FILE_COLUMNS} FROM files WHERE path = ?", (path,)).fetchone()
+    return reading.FileRow._make(row) if row else None
 
 
-def _file_rows(conn: db.Connection) -> dict[str, tuple]:
+def _file_rows(conn: db.Connection) -> dict[str, reading.FileRow]:
     """`_file_row` of every journal at once, for a pass to decide each journal's work from.
 
     The parsing side gets them as an argument and never opens the index (a parsing process
     may be forked, and a SQLite connection must not cross a fork). Rows only this pass
     changes, and another indexer's change meanwhile shows as a conflict when writing.
     """
-    return {row[0]: tuple(row[1:]) for row in conn.execute(f"SELECT path, {_FILE_COLUMNS} FROM files")}
+    return {path: reading.FileRow(*values)
+            for path, *values in conn.execute(f"SELECT path, {reading.FILE_COLUMNS} FROM files")}
 
 
 def _apply(conn: db.Connection, work: reading.Work, batches: Iterable["reading.Batch"], report: IndexReport,
@@ -253,7 +251,7 @@ def _apply(conn: db.Connection, work: reading.Work, batches: Iterable["reading.B
             forgotten_set.bury_journal(conn, work.path, work.forget_as[0], work.st.st_ino, *work.forget_as[1:])
         return
     reset = work.reset
-    expected = None if row is None else (row[0], row[1])
+    expected = None if row is None else (row.id, row.cursor)
     touched = False
     with _Transactions(conn, commit_bytes) as transactions:
         for batch in batches:
@@ -276,9 +274,9 @@ def _apply(conn: db.Connection, work: reading.Work, batches: Iterable["reading.B
                          expected, True)
         report.reindexed += 1
         touched = True
-    elif row is not None and not touched and (work.st.st_size != row[3] or work.st.st_mtime != row[4]):
+    elif row is not None and not touched and (work.st.st_size != row.size or work.st.st_mtime != row.mtime):
         with _journal_trouble(work.path):
-            _touch(conn, row[0], work.st, expected[1])
+            _touch(conn, row.id, work.st, row.cursor)
     if touched:
         report.files += 1
 
@@ -405,8 +403,7 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: reading.Batch, expe
         return file_id
 
 
-INSERT_COLUMNS = ("rowid", "file_id", "session_id", "id", "parent_id", "timestamp", "kind", "role",
-                  "tool", "chars", "line", "offset", "length", "fingerprint", "tokens_before")
+INSERT_COLUMNS = ("rowid", "file_id", "session_id", *reading.EntryValues._fields)
 # Rows carry "" and reading.NO_INT for a missing value, turned into NULL here: binding None
 # costs pysqlite3 about 2 us a value (a quarter of the entries' insert time).
 NULLABLE = {"session_id": "NULLIF(?, '')", "parent_id": "NULLIF(?, '')", "timestamp": "NULLIF(?, '')",
@@ -554,7 +551,8 @@ STEADY_MERGE = (4, 16)
 BULK_CACHE_KIB = 16_384
 
 
-def _pending_bytes(rows: dict[str, tuple], paths: list[Path], gone: dict[str, tuple]) -> int:
+def _pending_bytes(rows: dict[str, reading.FileRow], paths: list[Path],
+                   gone: dict[str, forgotten_set.ForgottenJournal]) -> int:
     """Roughly how much journal a pass has ahead of it (a forgotten journal is never read)."""
     pending = 0
     for path in paths:
@@ -563,7 +561,7 @@ def _pending_bytes(rows: dict[str, tuple], paths: list[Path], gone: dict[str, tu
             st = path.stat()
             if row is None and forgotten_set.unchanged(gone, str(path), st):
                 continue
-            pending += max(0, st.st_size - (row[1] if row else 0))
+            pending += max(0, st.st_size - (row.cursor if row else 0))
         except (OSError, TypeError):  # TypeError: a row edited by hand; the journal fails on its own
             continue
     return pending

@@ -19,7 +19,7 @@ from . import db, forgotten, indexer, journal, lease, store
 from .errors import UserError
 from .locations import Locations, discover, find_journals
 from .redact import redact
-from .reread import ENTRY_COLUMNS, UNAVAILABLE, entry_json, excerpt, reread
+from .reread import ENTRY_COLUMNS, UNAVAILABLE, EntryRow, entry_json, excerpt, reread, select_entries
 
 SCOPES = ("session", "project", "global")
 DEFAULT_LIMIT = 10
@@ -362,21 +362,17 @@ def search(conn: db.Connection, locations: Locations, query: str | None = None, 
     where, params = _filters(sc, since_iso, until_iso, kinds)
     reply: dict = {"action": action, **sc.as_json()}
     if not terms:
-        rows = conn.execute(
-            f"SELECT {ENTRY_COLUMNS} FROM entries e JOIN files f ON f.id = e.file_id "
-            f"WHERE {where} ORDER BY e.timestamp DESC, e.rowid DESC LIMIT ?",
-            [*params, limit],
-        ).fetchall()
+        rows = select_entries(conn, f"{where} ORDER BY e.timestamp DESC, e.rowid DESC LIMIT ?", [*params, limit])
         reply["match"] = "recent"
         reply["results"] = [_hit(conn, locations, r, None, []) for r in rows]
     else:
         match = "all"
-        rows = _ranked(conn, terms, "AND", sc, where, params)
-        if not rows and len(terms) > 1:
+        ranked = _ranked(conn, terms, "AND", sc, where, params)
+        if not ranked and len(terms) > 1:
             match = "any"
-            rows = _ranked(conn, terms, "OR", sc, where, params)
+            ranked = _ranked(conn, terms, "OR", sc, where, params)
         now = time.time()
-        scored = sorted(((_rerank(r, now), r) for r in rows), key=lambda sr: sr[0], reverse=True)
+        scored = sorted(((_rerank(row, score, now), row) for row, score in ranked), key=lambda sr: sr[0], reverse=True)
         reply["match"] = match
         if match == "any":
             reply["hint"] = "no entry has every term; showing entries with any of them"
@@ -402,11 +398,11 @@ BM25_B = 0.75
 STATS_SECONDS = 60.0
 STATS_EXACT_BELOW = 20_000
 STATS_SAMPLE = 5_000
-_stats_cache: dict[str, tuple] = {}
+_stats_cache: dict[str, tuple[float, int | None, int, float]] = {}  # (at, max rowid, count, average)
 
 
-def _ranked(conn, terms: list[str], op: str, scope: Scope, where: str, params: list) -> list:
-    """Up to CANDIDATES matches, best first by BM25 over which terms an entry holds.
+def _ranked(conn, terms: list[str], op: str, scope: Scope, where: str, params: list) -> list[tuple[EntryRow, float]]:
+    """Up to CANDIDATES matches with their scores, best first by BM25 over which terms an entry holds.
 
     The index keeps no positions (store.FTS_OPTIONS), so a term counts once per entry: the
     score is the sum of the held terms' IDF, times BM25's length factor on the entry's
@@ -422,12 +418,13 @@ def _ranked(conn, terms: list[str], op: str, scope: Scope, where: str, params: l
             "THEN ? ELSE 0 END)" for _ in terms)
         held_params = [p for t, w in zip(terms, weights) for p in (f'"{t}"', w)]
     score = f"({held}) * {BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * e.chars / ?))"
-    return conn.execute(
+    rows = conn.execute(
         f"SELECT {ENTRY_COLUMNS}, {score} AS score FROM entries_fts "
         "JOIN entries e ON e.rowid = entries_fts.rowid JOIN files f ON f.id = e.file_id "
         f"WHERE entries_fts MATCH ? AND {where} ORDER BY score DESC, e.rowid DESC LIMIT {CANDIDATES}",
         [*held_params, max(average, 1.0), fts_expression(terms, op, scope), *params],
-    ).fetchall()
+    )
+    return [(EntryRow._make(row[:-1]), row[-1]) for row in rows]
 
 
 def _idf(conn, term: str, count: int) -> float:
@@ -446,10 +443,11 @@ def _collection_stats(conn) -> tuple[int, float]:
     """
     key = conn.execute("PRAGMA database_list").fetchone()[2]
     high = conn.execute("SELECT max(rowid) FROM entries").fetchone()[0]  # one lookup (min and max together scan)
-    cached = _stats_cache.get(key)
     now = time.monotonic()
-    if cached is not None and (cached[1] == high or (cached[2] >= STATS_EXACT_BELOW and now - cached[0] < STATS_SECONDS)):
-        return cached[2], cached[3]
+    if key in _stats_cache:
+        at, high_then, count, average = _stats_cache[key]
+        if high_then == high or (count >= STATS_EXACT_BELOW and now - at < STATS_SECONDS):
+            return count, average
     count = conn.execute("SELECT count(*) FROM entries").fetchone()[0]
     if count < STATS_EXACT_BELOW:
         average = conn.execute("SELECT avg(chars) FROM entries").fetchone()[0]
@@ -461,10 +459,10 @@ def _collection_stats(conn) -> tuple[int, float]:
     return count, average or 0.0
 
 
-def _rerank(row, now: float) -> float:
+def _rerank(row: EntryRow, score: float, now: float) -> float:
     """score / (1 + age / 30 days): a month-old entry counts half an equally relevant new one."""
-    age_days = max(0.0, (now - _epoch(row[3])) / 86400.0) if row[3] else 365.0
-    return row[-1] / (1.0 + age_days / RECENCY_DAYS)
+    age_days = max(0.0, (now - _epoch(row.timestamp)) / 86400.0) if row.timestamp else 365.0
+    return score / (1.0 + age_days / RECENCY_DAYS)
 
 
 def _epoch(ts: str) -> float:
@@ -474,7 +472,7 @@ def _epoch(ts: str) -> float:
         return 0.0
 
 
-def _hit(conn, locations: Locations, row, score: float | None, terms: list[str]) -> dict:
+def _hit(conn, locations: Locations, row: EntryRow, score: float | None, terms: list[str]) -> dict:
     hit = entry_json(row)
     text = reread(conn, row, locations)
     if text is None:
@@ -496,29 +494,25 @@ def read(conn: db.Connection, locations: Locations, entry_id: str, *, session_id
     sc = resolve_scope(conn, scope, cwd=cwd, session_id=session_id, journal_path=journal_path,
                        max_scope=max_scope, home=home)
     where, params = sc.predicate()
-    rows = conn.execute(
-        f"SELECT {ENTRY_COLUMNS} FROM entries e JOIN files f ON f.id = e.file_id "
-        f"WHERE e.id = ? AND {where} ORDER BY e.timestamp DESC LIMIT 50",
-        [entry_id, *params],
-    ).fetchall()
+    rows = select_entries(conn, f"e.id = ? AND {where} ORDER BY e.timestamp DESC LIMIT 50", [entry_id, *params])
     current = session_id or _session_of(conn, journal_path)
-    preferred = [r for r in rows if current and r[2] == current]
+    preferred = [r for r in rows if current and r.session_id == current]
     if len(preferred) == 1:
         rows = preferred
     if not rows:
         return {"action": "read", "status": "not_found", **sc.as_json()}
     if len(rows) > 1:
         return {"action": "read", "status": "ambiguous", **sc.as_json(), "candidates": [
-            {"session_id": r[2], "timestamp": r[3], "kind": r[4], "cwd": r[7], "journal": r[8]}
+            {"session_id": r.session_id, "timestamp": r.timestamp, "kind": r.kind, "cwd": r.cwd, "journal": r.path}
             for r in rows
         ]}
     row = rows[0]
-    if not os.path.exists(row[8]):
+    if not os.path.exists(row.path):
         return {"action": "read", "status": "unavailable", **sc.as_json(),
-                "reason": f"the journal {row[8]} no longer exists"}
-    if not locations.contains(Path(row[8])):
+                "reason": f"the journal {row.path} no longer exists"}
+    if not locations.contains(Path(row.path)):
         return {"action": "read", "status": "unavailable", **sc.as_json(),
-                "reason": f"the journal {row[8]} is outside the journal folders "
+                "reason": f"the journal {row.path} is outside the journal folders "
                           f"({', '.join(str(d) for d in locations.sessions_dirs)})"}
     text = reread(conn, row, locations)
     if text is None:
@@ -563,19 +557,20 @@ def status(conn: db.Connection, locations: Locations) -> dict:
     summaries_count = conn.execute(
         "SELECT COUNT(*) FROM entries WHERE kind IN ('compaction', 'branch_summary')"
     ).fetchone()[0]
-    known = {r[0]: r[1:] for r in conn.execute("SELECT path, size, mtime, needs_reindex FROM files")}
+    # (size, mtime, queued for reindexing) of each indexed journal: one that differs has work left
+    known = {path: (size, mtime, bool(needs_reindex)) for path, size, mtime, needs_reindex in conn.execute(
+        "SELECT path, size, mtime, needs_reindex FROM files")}
     gone = forgotten.journal_rows(conn)
     journals, outside = find_journals(locations)
     pending = 0
     for path in journals:
-        row = known.get(str(path))
         try:
             st = path.stat()
         except OSError:
             continue
-        if row is None and forgotten.unchanged(gone, str(path), st):
+        if str(path) not in known and forgotten.unchanged(gone, str(path), st):
             continue
-        if row is None or row[0] != st.st_size or row[1] != st.st_mtime or row[2]:
+        if known.get(str(path)) != (st.st_size, st.st_mtime, False):
             pending += 1
     db_path = Path(locations.db_path)
     db_bytes = sum(p.stat().st_size for p in (db_path, Path(f"{db_path}-wal")) if p.exists())

@@ -3,14 +3,15 @@
 Every text any reply or page shows comes through `reread`: it opens only journals inside
 the journal folders, and the line must carry the entry's id and stored fingerprint, or the
 text is unavailable (and the journal queued for reindexing), never another entry's. What is
-shown of it is redacted here too (`excerpt`, `redacted_head`), and `entry_json` gives an
-entry's keys from its ENTRY_COLUMNS row.
+shown of it is redacted here too (`excerpt`, `redacted_head`). An entry comes as an EntryRow
+(`select_entries`), and `entry_json` gives its keys in replies.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import NamedTuple, Sequence
 
 from . import db, journal, store
 from .locations import Locations
@@ -21,47 +22,72 @@ WHOLE_REDACT_CHARS = 200_000
 EXCERPT_WINDOW = 20_000
 UNAVAILABLE = "[journal line unavailable]"
 
-ENTRY_COLUMNS = (
-    "e.rowid, e.id, e.session_id, e.timestamp, e.kind, e.role, e.tool, f.cwd, f.path, "
-    "e.offset, e.length, e.fingerprint, e.line, e.file_id, e.chars, e.tokens_before"
-)
+
+class EntryRow(NamedTuple):
+    """An entry and its pointer into its journal: the entries row joined with its journal's files row."""
+
+    rowid: int
+    id: str
+    session_id: str | None
+    timestamp: str | None
+    kind: str
+    role: str | None
+    tool: str | None
+    cwd: str | None  # from files
+    path: str  # from files: the journal
+    offset: int
+    length: int
+    fingerprint: int
+    line: int
+    file_id: int
+    chars: int
+    tokens_before: int | None
 
 
-def entry_json(row) -> dict:
-    """The contract's entry keys (and a few more) from an ENTRY_COLUMNS row."""
+# EntryRow's columns over `entries e JOIN files f` (ENTRY_FROM).
+ENTRY_COLUMNS = ", ".join(("f." if name in ("cwd", "path") else "e.") + name for name in EntryRow._fields)
+ENTRY_FROM = "FROM entries e JOIN files f ON f.id = e.file_id"
+
+
+def select_entries(conn: db.Connection, where: str, params: Sequence = ()) -> list[EntryRow]:
+    """The entries (with their journals) matching `where`: SQL after WHERE, ORDER BY and LIMIT included."""
+    return [EntryRow._make(row) for row in conn.execute(f"SELECT {ENTRY_COLUMNS} {ENTRY_FROM} WHERE {where}", params)]
+
+
+def entry_json(row: EntryRow) -> dict:
+    """The contract's entry keys (and a few more) from an entry's row."""
     data = {
-        "id": row[1], "session_id": row[2], "timestamp": row[3], "kind": row[4],
-        "role": row[5], "tool": row[6], "cwd": row[7], "journal": row[8], "chars": row[14],
+        "id": row.id, "session_id": row.session_id, "timestamp": row.timestamp, "kind": row.kind,
+        "role": row.role, "tool": row.tool, "cwd": row.cwd, "journal": row.path, "chars": row.chars,
     }
-    if row[4] == "compaction":
-        data["tokens_before"] = row[15]
+    if row.kind == "compaction":
+        data["tokens_before"] = row.tokens_before
     return data
 
 
-def reread(conn, row, locations: Locations) -> str | None:
+def reread(conn: db.Connection, row: EntryRow, locations: Locations) -> str | None:
     """The entry's unredacted text from its journal line, or None when the line is not the entry.
 
     Nothing outside the journal folders is ever opened. The line must carry the requested id
     and the stored fingerprint; otherwise the journal is queued for reindexing and the text
     is unavailable, never another entry's.
     """
-    entry_id, path, offset, length, fp, line_no, file_id = row[1], row[8], row[9], row[10], row[11], row[12], row[13]
-    if not locations.contains(Path(path)):
+    if not locations.contains(Path(row.path)):
         return None
     try:
-        with open(path, "rb") as fh:
-            fh.seek(offset)
-            data = fh.read(length)
+        with open(row.path, "rb") as fh:
+            fh.seek(row.offset)
+            data = fh.read(row.length)
     except OSError:
         return None
     item = None
-    if len(data) == length and journal.fingerprint(data) == fp:
+    if len(data) == row.length and journal.fingerprint(data) == row.fingerprint:
         try:
-            item = journal.parse_line(data, line_no)
+            item = journal.parse_line(data, row.line)
         except journal.Malformed:
             item = None
-    if not isinstance(item, journal.Entry) or item.id != entry_id:
-        _queue_reindex(conn, file_id)
+    if not isinstance(item, journal.Entry) or item.id != row.id:
+        _queue_reindex(conn, row.file_id)
         return None
     return item.text
 
