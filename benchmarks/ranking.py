@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
 from floor import positions_fts_options  # noqa: E402
-from pimem_index import indexer, query, reread, store  # noqa: E402
+from pimem_index import indexer, query, reread, scope, store  # noqa: E402
 from pimem_index.locations import resolve  # noqa: E402
 
 WORD = re.compile(r"[^\W_]+")
@@ -52,7 +52,7 @@ def main() -> int:
     ours = build(args.corpus, os.path.join(work, "ours.sqlite"), store.FTS_OPTIONS)
     positions = build(args.corpus, os.path.join(work, "positions.sqlite"), positions_fts_options())
     locations = resolve(os.path.join(work, "ours.sqlite"), [args.corpus])
-    everything = query.Scope("global")
+    everything = scope.Scope("global")
     rng = random.Random(args.seed)
     rowids = [r[0] for r in ours.execute("SELECT rowid FROM entries WHERE chars BETWEEN 100 AND 50000")]
 

@@ -6,12 +6,11 @@ thread with the thread's own pimem connection.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
-from pimem_index import browse, indexer, query
-from pimem_index.errors import UserError
+from pimem_index import indexer, query
 from pimem_index.locations import Locations, checked_journal
+from pimem_index.scope import allowed, default_scope, project_cwd
 
 ACTIONS = ("search", "read", "summaries", "status")
 
@@ -53,24 +52,6 @@ class Params:
         )
 
 
-def default_scope(max_scope: str) -> str:
-    """project when allowed, else the widest allowed (a default, never a narrowed request)."""
-    return "project" if query.SCOPES.index(max_scope) >= query.SCOPES.index("project") else max_scope
-
-
-def _cwd(conn, params: Params, journal: str | None, scope: str | None) -> str | None:
-    """The folder whose project to use: cwd, else the journal's header cwd; must be absolute."""
-    cwd = params.cwd
-    if cwd is None and journal is not None:
-        cwd = browse.journal_cwd(conn, journal)
-    if cwd is not None and not os.path.isabs(cwd):
-        raise UserError(f"cwd must be an absolute folder (e.g. cwd=/home/u/Apps/prjct), got {cwd!r}")
-    if cwd is None:
-        raise UserError("scope 'project' needs cwd or journal (e.g. cwd=/home/u/Apps/prjct), "
-                        "or ask for scope=session with session_id")
-    return cwd
-
-
 def call(conn, locations: Locations, action: str, params: Params, max_scope: str) -> dict:
     """One API call: index the caller's journal if given, then the pimem_index query."""
     if action == "status":
@@ -82,9 +63,8 @@ def call(conn, locations: Locations, action: str, params: Params, max_scope: str
     if journal is not None:
         indexer.index_journal(conn, journal)
     scope = params.scope or default_scope(max_scope)
-    allowed = scope in query.SCOPES and query.SCOPES.index(scope) <= query.SCOPES.index(max_scope)
     # An unknown or too wide scope is left for pimem_index to refuse with its message.
-    cwd = _cwd(conn, params, journal, scope) if scope == "project" and allowed else params.cwd
+    cwd = project_cwd(conn, params.cwd, journal) if scope == "project" and allowed(scope, max_scope) else params.cwd
     if action == "read":
         return query.read(conn, locations, params.id or "", session_id=params.session_id, cwd=cwd,
                           scope=scope, journal_path=journal, offset=params.offset, max_scope=max_scope)

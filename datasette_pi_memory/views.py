@@ -8,6 +8,7 @@ from datasette import Forbidden, NotFound, Response
 
 from pimem_index import browse, db, journal, query
 from pimem_index.errors import UserError
+from pimem_index.scope import offered, page_default_scope
 
 from . import api, html
 from .state import ACTION, state
@@ -114,20 +115,12 @@ async def index_page(datasette, request):
     return await render(datasette, request, "pi_memory_index.html", {
         **data,
         "chart": html.activity_svg(data["activity"]),
-        "scopes": _scopes(max_scope),
-        "scope": _page_default_scope(max_scope),
+        "scopes": offered(max_scope),
+        "scope": page_default_scope(max_scope),
         "locations": pm.locations,
         "empty": data["status"]["journals_total"] == 0,
         "folders_exist": [(str(d), d.is_dir()) for d in pm.locations.sessions_dirs],
     })
-
-
-def _scopes(max_scope: str) -> list[str]:
-    return list(query.SCOPES[: query.SCOPES.index(max_scope) + 1])
-
-
-def _page_default_scope(max_scope: str) -> str:
-    return "global" if max_scope == "global" else api.default_scope(max_scope)
 
 
 def _search_page_data(conn, locations, action, params: api.Params, max_scope, searched: bool):
@@ -152,7 +145,7 @@ async def _search_or_summaries(datasette, request, action: str):
     max_scope = pm.max_scope_for(request.actor)
     params = api.Params.from_request(request)
     params.journal = None  # the pages do not index on demand
-    params.scope = params.scope or _page_default_scope(max_scope)
+    params.scope = params.scope or page_default_scope(max_scope)
     params.limit = params.limit or "20"
     searched = action == "summaries" or "q" in request.args or bool(params.kinds)
     data = await pm.run(_search_page_data, pm.locations, action, params, max_scope, searched)
@@ -161,7 +154,7 @@ async def _search_or_summaries(datasette, request, action: str):
         **data,
         "action": action,
         "params": params,
-        "scopes": _scopes(max_scope),
+        "scopes": offered(max_scope),
         "kinds": kinds,
         "title": "Summaries" if action == "summaries" else "Search",
     }, status=400 if data["error"] else 200)
@@ -185,7 +178,7 @@ async def read_page(datasette, request):
         return await render(datasette, request, "pi_memory_read.html", {
             "params": params, "reply": None, "error": "Which entry? Open one from a search (e.g. read?id=c3d4e5f6)"}, status=400)
     if params.scope is None:
-        params.scope = "session" if params.session_id else _page_default_scope(max_scope)
+        params.scope = "session" if params.session_id else page_default_scope(max_scope)
     error = None
     reply = None
     try:

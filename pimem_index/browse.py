@@ -6,7 +6,6 @@ fingerprint) and redacted; nothing here reads a file outside the journal folders
 
 from __future__ import annotations
 
-import os
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import NamedTuple
@@ -18,12 +17,6 @@ from .reread import UNAVAILABLE, EntryRow, entry_json, redacted_head, reread, se
 SESSION_PAGE = 200
 TITLE_CHARS = 120
 OUTSIDE = "[journal outside the journal folders: not read]"
-
-
-def journal_cwd(conn: db.Connection, path: str) -> str | None:
-    """The project folder recorded in an indexed journal's header."""
-    row = conn.execute("SELECT cwd FROM files WHERE path = ?", (os.path.abspath(path),)).fetchone()
-    return row[0] if row else None
 
 
 def _text(conn, locations: Locations, row: EntryRow, max_chars: int) -> tuple[str | None, str | None, int]:

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from pimem_index import query, reread
+from pimem_index import query, reread, scope
 from pimem_index.errors import UserError
 from pimem_index.indexer import index_all, index_journal
 
@@ -609,7 +609,7 @@ def test_scoped_ranking_only_looks_at_the_scopes_entries(conn, locations, home, 
     for k in range(30):
         other.user(f"common words again {k}")
     index_all(conn, locations)
-    sc = query.resolve_scope(conn, "project", cwd=str(home / "Apps/mine"))
+    sc = scope.resolve_scope(conn, "project", cwd=str(home / "Apps/mine"))
     expression = query.fts_expression(["common", "words"], "AND", sc)
     ranked = conn.execute("SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?", (expression,)).fetchall()
     assert len(ranked) == 1
