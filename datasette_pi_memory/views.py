@@ -8,6 +8,7 @@ from datasette import Forbidden, NotFound, Response
 
 from pimem_index import browse, db, journal, query
 from pimem_index.errors import UserError
+from pimem_index.requests import ReadRequest, query_args
 from pimem_index.scope import offered, page_default_scope
 
 from . import api, html
@@ -34,9 +35,9 @@ async def api_view(datasette, request):
         return _json_denied(request)
     action = request.url_vars["action"]
     pm = state(datasette)
-    params = api.Params.from_request(request)
+    args = query_args(request.args)
     try:
-        data = await pm.run(api.call, pm.locations, action, params, pm.max_scope_for(request.actor))
+        data = await pm.run(api.call, pm.locations, action, args, pm.max_scope_for(request.actor))
     except UserError as e:
         return Response.json({"error": str(e)}, status=400)
     except db.DatabaseError as e:
@@ -123,10 +124,10 @@ async def index_page(datasette, request):
     })
 
 
-def _search_page_data(conn, locations, action, params: api.Params, max_scope, searched: bool):
+def _search_page_data(conn, locations, action, params: dict, max_scope, searched: bool):
     out = {"projects": browse.projects(conn, limit=200), "reply": None, "error": None}
-    if params.scope == "project" and not params.cwd and out["projects"]:
-        params.cwd = out["projects"][0]["cwd"]
+    if params["scope"] == "project" and not params["cwd"] and out["projects"]:
+        params["cwd"] = out["projects"][0]["cwd"]
     if searched:
         try:
             out["reply"] = api.call(conn, locations, action, params, max_scope)
@@ -143,11 +144,11 @@ async def _search_or_summaries(datasette, request, action: str):
     await ensure_pages_allowed(datasette, request)
     pm = state(datasette)
     max_scope = pm.max_scope_for(request.actor)
-    params = api.Params.from_request(request)
-    params.journal = None  # the pages do not index on demand
-    params.scope = params.scope or page_default_scope(max_scope)
-    params.limit = params.limit or "20"
-    searched = action == "summaries" or "q" in request.args or bool(params.kinds)
+    params = query_args(request.args)  # also what the form shows again
+    params["journal"] = None  # the pages do not index on demand
+    params["scope"] = params["scope"] or page_default_scope(max_scope)
+    params["limit"] = params["limit"] or "20"
+    searched = action == "summaries" or "q" in request.args or bool(params["kinds"])
     data = await pm.run(_search_page_data, pm.locations, action, params, max_scope, searched)
     kinds = journal.SUMMARY_KINDS if action == "summaries" else journal.KINDS
     return await render(datasette, request, "pi_memory_search.html", {
@@ -164,25 +165,26 @@ async def summaries_page(datasette, request):
     return await _search_or_summaries(datasette, request, "summaries")
 
 
-def _read_data(conn, locations, params: api.Params, max_scope):
-    return query.read(conn, locations, params.id or "", session_id=params.session_id, cwd=params.cwd,
-                      scope=params.scope, offset=params.offset, max_scope=max_scope)
+def _read_data(conn, locations, params: dict, max_scope):
+    request = ReadRequest.create(params["id"] or "", session_id=params["session_id"], cwd=params["cwd"],
+                                 scope=params["scope"], offset=params["offset"], max_scope=max_scope)
+    return query.read(conn, locations, request)
 
 
 async def read_page(datasette, request):
     await ensure_pages_allowed(datasette, request)
     pm = state(datasette)
     max_scope = pm.max_scope_for(request.actor)
-    params = api.Params.from_request(request)
-    if not params.id:
+    params = query_args(request.args)
+    if not params["id"]:
         return await render(datasette, request, "pi_memory_read.html", {
             "params": params, "reply": None, "error": "Which entry? Open one from a search (e.g. read?id=c3d4e5f6)"}, status=400)
-    if params.scope is None:
-        params.scope = "session" if params.session_id else page_default_scope(max_scope)
+    if params["scope"] is None:
+        params["scope"] = "session" if params["session_id"] else page_default_scope(max_scope)
     error = None
     reply = None
     try:
-        if params.scope == "project" and not params.cwd:
+        if params["scope"] == "project" and not params["cwd"]:
             raise UserError("scope 'project' needs cwd (e.g. cwd=/home/u/Apps/prjct)")
         reply = await pm.run(_read_data, pm.locations, params, max_scope)
     except UserError as e:
@@ -206,7 +208,7 @@ async def session_page(datasette, request):
             raise ValueError
     except ValueError:
         return await render(datasette, request, "pi_memory_read.html", {
-            "params": api.Params(), "reply": None,
+            "params": query_args(request.args), "reply": None,
             "error": "offset must be a whole number, 0 or more (e.g. offset=200)"}, status=400)
     data = await pm.run(_session_data, pm.locations, session_id, offset)
     if data is None:

@@ -10,9 +10,10 @@ import sys
 import click
 import orjson
 
-from . import __version__, db, forget, indexer, journal, lease, query, reading, store
+from . import __version__, db, forget, indexer, journal, lease, query, reading, requests, store
 from .errors import UserError
 from .locations import Locations, checked_journal, discover, resolve
+from .requests import ReadRequest, SearchRequest
 
 
 class Group(click.Group):
@@ -381,7 +382,7 @@ def unforget(locations: Locations, entry_id, session_id):
     click.echo(f"Restored {what} in session {record['session_id']}")
 
 
-QUERY_LIMITS = (f"A QUERY holds at most {query.MAX_TERMS} distinct words, and a search that runs longer "
+QUERY_LIMITS = (f"A QUERY holds at most {requests.MAX_TERMS} distinct words, and a search that runs longer "
                 f"than {query.QUERY_SECONDS:g} s stops with an error.")
 
 
@@ -396,9 +397,9 @@ def search_options(fn):
         click.option("--since", metavar="DATE", help="From this day (YYYY-MM-DD, local) or ISO date-time"),
         click.option("--until", metavar="DATE", help="Up to this day (YYYY-MM-DD, local) or ISO date-time"),
         click.option("--kind", "kinds", multiple=True, metavar="KIND",
-                     help="Entry kind, repeatable: " + ", ".join(query.journal.KINDS)),
-        click.option("--limit", default=query.DEFAULT_LIMIT, show_default=True, metavar="N",
-                     help=f"Results, 1 to {query.MAX_LIMIT}"),
+                     help="Entry kind, repeatable: " + ", ".join(journal.KINDS)),
+        click.option("--limit", default=requests.DEFAULT_LIMIT, show_default=True, metavar="N",
+                     help=f"Results, 1 to {requests.MAX_LIMIT}"),
         click.option("--json", "as_json", is_flag=True, help="Print the contract's JSON"),
         click.option("--no-index", is_flag=True, help="Search the index as it is, without indexing new lines first"),
     ]
@@ -411,8 +412,7 @@ def search_options(fn):
 @click.argument("query_text", metavar="[QUERY]", required=False)
 @common
 @search_options
-def search(locations: Locations, query_text, scope, cwd, session_id, since, until, kinds, limit, as_json,
-           no_index):
+def search(locations: Locations, query_text, as_json, no_index, **filters):
     """Find entries: every term first, else any term; newest first without a QUERY.
 
     \b
@@ -420,16 +420,14 @@ def search(locations: Locations, query_text, scope, cwd, session_id, since, unti
         pimem search "login bug"
         pimem search migration --scope global --since 2026-03-01 --kind tool_result
     """
-    _run_query(query.search, locations, query_text, scope=scope, cwd=cwd, session_id=session_id,
-               since=since, until=until, kinds=kinds, limit=limit, as_json=as_json, no_index=no_index)
+    _run_query(locations, query_text, as_json=as_json, no_index=no_index, summaries=False, **filters)
 
 
 @cli.command(epilog=QUERY_LIMITS)
 @click.argument("query_text", metavar="[QUERY]", required=False)
 @common
 @search_options
-def summaries(locations: Locations, query_text, scope, cwd, session_id, since, until, kinds, limit, as_json,
-              no_index):
+def summaries(locations: Locations, query_text, as_json, no_index, **filters):
     """Compaction and branch summaries, newest first, or searched.
 
     \b
@@ -437,16 +435,16 @@ def summaries(locations: Locations, query_text, scope, cwd, session_id, since, u
         pimem summaries
         pimem summaries "auth refactor" --scope global
     """
-    _run_query(query.summaries, locations, query_text, scope=scope, cwd=cwd, session_id=session_id,
-               since=since, until=until, kinds=kinds, limit=limit, as_json=as_json, no_index=no_index)
+    _run_query(locations, query_text, as_json=as_json, no_index=no_index, summaries=True, **filters)
 
 
-def _run_query(fn, locations: Locations, query_text, *, cwd, as_json, no_index, **filters) -> None:
+def _run_query(locations: Locations, query_text, *, as_json, no_index, summaries: bool, **filters) -> None:
     """Shared by search and summaries: catch up, query, show."""
     conn = open_index(locations, create=not no_index)
     if not no_index:
         _catch_up(conn, locations, as_json)
-    data = fn(conn, locations, query_text, cwd=os.path.abspath(cwd or os.getcwd()), **filters)
+    request = SearchRequest.from_options(query_text, summaries=summaries, **filters)
+    data = query.summaries(conn, locations, request) if summaries else query.search(conn, locations, request)
     _show_results(data, query_text, as_json)
 
 
@@ -481,7 +479,7 @@ def _show_results(data: dict, query_text: str | None, as_json: bool) -> None:
         click.echo(data["hint"])
     if data["indexing"].get("note"):
         click.secho(data["indexing"]["note"], fg="yellow")
-    terms = query.query_terms(query_text)
+    terms = requests.query_terms(query_text)
     for hit in data["results"]:
         click.echo()
         when = _local_time(hit["timestamp"])
@@ -514,7 +512,7 @@ def _mark(text: str, terms: list[str]) -> str:
 @click.option("--offset", default="0", metavar="N", help="Character offset of the page (16,000 a page)")
 @click.option("--json", "as_json", is_flag=True, help="Print the contract's JSON")
 @click.option("--no-index", is_flag=True, help="Read from the index as it is, without indexing new lines first")
-def read(locations: Locations, entry_id, session_id, cwd, scope, offset, as_json, no_index):
+def read(locations: Locations, entry_id, as_json, no_index, **options):
     """Print one entry's redacted text, reread from its journal.
 
     \b
@@ -525,8 +523,7 @@ def read(locations: Locations, entry_id, session_id, cwd, scope, offset, as_json
     conn = open_index(locations, create=not no_index)
     if not no_index:
         _catch_up(conn, locations, as_json)
-    data = query.read(conn, locations, entry_id, session_id=session_id, cwd=os.path.abspath(cwd or os.getcwd()),
-                      scope=scope, offset=offset)
+    data = query.read(conn, locations, ReadRequest.from_options(entry_id, **options))
     if as_json:
         emit_json(data)
         return

@@ -1,6 +1,8 @@
 """Search, read and summaries over the index, every text reread from its journal (`reread`) and redacted.
 
-Replies are plain dicts in the contract's JSON shapes, identical for the CLI and the HTTP API.
+Each takes its checked request (`requests.SearchRequest`, `requests.ReadRequest`). Replies are
+plain dicts in the contract's JSON shapes, identical for the CLI and the HTTP API. Also: the
+ranking (BM25 without positions, a recency discount), the time budget, and `status`.
 """
 
 from __future__ import annotations
@@ -8,138 +10,27 @@ from __future__ import annotations
 import functools
 import math
 import os
-import re
 import time
 from contextlib import contextmanager
-from datetime import date, datetime
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from . import db, forgotten, indexer, journal, lease, store
+from . import db, forgotten, indexer, lease, store
 from .errors import UserError
 from .locations import Locations, discover, find_journals
 from .redact import redact
 from .reread import ENTRY_COLUMNS, UNAVAILABLE, EntryRow, entry_json, excerpt, reread, select_entries
+from .requests import ReadRequest, SearchRequest, query_terms
 from .scope import Scope, resolve_scope, session_of
 
-DEFAULT_LIMIT = 10
-MAX_LIMIT = 100
 CANDIDATES = 400
 PAGE_CHARS = 16_000
 RECENCY_DAYS = 30.0
-# A search's size and time. Measured on the benchmark corpus (500 MB, 124,000 entries, 2 cores):
-# the 64 most common words take 1.6 s globally, 0.8 s in a project; 990 of them took 4.4 s and
-# 1,000 overflow SQLite's expression depth. A pasted error message of a few dozen words fits.
-MAX_TERMS = 64
+# A search's time (its size: requests.MAX_TERMS). Measured on the benchmark corpus (500 MB,
+# 124,000 entries, 2 cores): the 64 most common words take 1.6 s globally, 0.8 s in a project.
 QUERY_SECONDS = 3.0
 PROGRESS_STEPS = 10_000  # SQLite instructions between two looks at the clock (well under a millisecond)
-
-_TERM = re.compile(r"[^\W_]+")
-
-
-def parse_bound(value: str | None, *, end: bool, name: str) -> str | None:
-    """A YYYY-MM-DD local day (its first or last millisecond) or an ISO date-time, as UTC ISO."""
-    if value is None or value == "":
-        return None
-    text = value.strip()
-    try:
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-            day = date.fromisoformat(text)
-            clock = (23, 59, 59, 999_000) if end else (0, 0, 0, 0)
-            dt = datetime(day.year, day.month, day.day, *clock).astimezone()
-        else:
-            dt = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-            if dt.tzinfo is None:
-                dt = dt.astimezone()
-    except ValueError:
-        raise UserError(
-            f"{name}: cannot read {value!r} as a date: use YYYY-MM-DD (e.g. 2026-03-15) "
-            "or an ISO date-time (e.g. 2026-03-15T22:40:00Z)"
-        ) from None
-    return journal.iso_utc(dt)
-
-
-def check_kinds(kinds) -> list[str]:
-    kinds = [k for k in (kinds or ()) if k]
-    for k in kinds:
-        if k not in journal.KINDS:
-            raise UserError(f"unknown kind {k!r}: use one of {', '.join(journal.KINDS)} (e.g. kind=tool_result)")
-    return kinds
-
-
-def check_limit(limit) -> int:
-    if limit is None or limit == "":
-        return DEFAULT_LIMIT
-    try:
-        value = int(limit)
-    except (TypeError, ValueError):
-        raise UserError(f"limit must be a whole number from 1 to {MAX_LIMIT} (e.g. limit=20)") from None
-    if not 1 <= value <= MAX_LIMIT:
-        raise UserError(f"limit must be a whole number from 1 to {MAX_LIMIT} (e.g. limit=20)")
-    return value
-
-
-def check_offset(offset) -> int:
-    if offset is None or offset == "":
-        return 0
-    try:
-        value = int(offset)
-    except (TypeError, ValueError):
-        raise UserError("offset must be a whole number, 0 or more (e.g. offset=16000)") from None
-    if value < 0:
-        raise UserError("offset must be a whole number, 0 or more (e.g. offset=16000)")
-    return value
-
-
-def query_terms(query: str | None) -> list[str]:
-    """Every run of letters or digits: FTS5 syntax in a query is only text.
-
-    A run is cut where FTS5's tokenizer would cut it, so each term is one token (the index
-    keeps no positions, so FTS5 refuses a quoted term of two tokens).
-    """
-    seen: list[str] = []
-    for run in _TERM.findall(query or ""):
-        for term in _split_at_separators(run):
-            t = term.lower()
-            if t and t not in seen:
-                seen.append(t)
-    return seen
-
-
-def _split_at_separators(run: str) -> list[str]:
-    if run.isascii():
-        return [run]
-    parts = [""]
-    for char in run:
-        if _fts_separator(char):
-            parts.append("")
-        else:
-            parts[-1] += char
-    return parts
-
-
-@functools.lru_cache(maxsize=4096)
-def _fts_separator(char: str) -> bool:
-    """Whether FTS5's unicode61 tokenizer treats a letter or digit Python accepts as a separator
-    (a few letters newer than its Unicode tables): asked of FTS5 itself, once per character."""
-    if char.isascii():
-        return False
-    probe = db.connect(":memory:")
-    try:
-        probe.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, {store.FTS_OPTIONS})")
-        probe.execute("SELECT count(*) FROM t WHERE t MATCH ?", (f'"a{char}b"',)).fetchone()
-        return False
-    except db.OperationalError:
-        return True
-    finally:
-        probe.close()
-
-
-def check_terms(terms: list[str]) -> list[str]:
-    """At most MAX_TERMS distinct words: a longer query would hold a worker thread for seconds."""
-    if len(terms) > MAX_TERMS:
-        raise UserError(f"the query has {len(terms)} distinct words; at most {MAX_TERMS} are searched: "
-                        'keep the distinctive ones (e.g. q="widgets migration table locked")')
-    return terms
 
 
 @contextmanager
@@ -208,22 +99,38 @@ def _filters(scope: Scope, since: str | None, until: str | None, kinds: list[str
     return " AND ".join(clauses), params
 
 
+def search(conn: db.Connection, locations: Locations, request: SearchRequest | str | None = None,
+           **fields: Any) -> dict:
+    """Entries matching every term (else any term), best first with a recency discount.
+
+    `request` is a SearchRequest; a query text (or None) and keyword fields build one
+    (`SearchRequest.create`), as scripts and tests do.
+    """
+    if not isinstance(request, SearchRequest):
+        request = SearchRequest.create(request, **fields)
+    return _search(conn, locations, request)
+
+
+def summaries(conn: db.Connection, locations: Locations, request: SearchRequest | str | None = None,
+              **fields: Any) -> dict:
+    """Compaction and branch summaries: newest first, or searched, with the same filters.
+
+    `request` is a summaries SearchRequest; a query text (or None) and keyword fields build one.
+    """
+    if not isinstance(request, SearchRequest):
+        request = SearchRequest.create(request, summaries=True, **fields)
+    if not request.summaries:
+        raise ValueError("query.summaries takes a summaries request: SearchRequest.create(..., summaries=True)")
+    return _search(conn, locations, request)
+
+
 @_within_budget
-def search(conn: db.Connection, locations: Locations, query: str | None = None, *,
-           scope: str | None = "project", cwd: str | None = None, session_id: str | None = None,
-           journal_path: str | None = None, since: str | None = None, until: str | None = None,
-           kinds=(), limit=DEFAULT_LIMIT, max_scope: str = "global", home: str | None = None,
-           action: str = "search") -> dict:
-    """Entries matching every term (else any term), best first with a recency discount."""
-    terms = check_terms(query_terms(query))
-    kinds = check_kinds(kinds)
-    limit = check_limit(limit)
-    since_iso = parse_bound(since, end=False, name="since")
-    until_iso = parse_bound(until, end=True, name="until")
-    sc = resolve_scope(conn, scope, cwd=cwd, session_id=session_id, journal_path=journal_path,
-                       max_scope=max_scope, home=home)
-    where, params = _filters(sc, since_iso, until_iso, kinds)
-    reply: dict = {"action": action, **sc.as_json()}
+def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -> dict:
+    """search and summaries (the request says which), within the time budget."""
+    terms, limit = list(request.terms), request.limit
+    sc = _scope(conn, request)
+    where, params = _filters(sc, request.since, request.until, list(request.kinds))
+    reply: dict = {"action": request.action, **sc.as_json()}
     if not terms:
         rows = select_entries(conn, f"{where} ORDER BY e.timestamp DESC, e.rowid DESC LIMIT ?", [*params, limit])
         reply["match"] = "recent"
@@ -244,15 +151,10 @@ def search(conn: db.Connection, locations: Locations, query: str | None = None, 
     return reply
 
 
-def summaries(conn: db.Connection, locations: Locations, query: str | None = None, **kwargs) -> dict:
-    """Compaction and branch summaries: newest first, or searched, with the same filters."""
-    kinds = check_kinds(kwargs.pop("kinds", ()) or ())
-    wrong = [k for k in kinds if k not in journal.SUMMARY_KINDS]
-    if wrong:
-        raise UserError(f"summaries holds only compaction and branch_summary entries, not {wrong[0]!r} "
-                        "(e.g. kind=compaction)")
-    return search(conn, locations, query, kinds=kinds or list(journal.SUMMARY_KINDS),
-                  action="summaries", **kwargs)
+def _scope(conn: db.Connection, request: SearchRequest | ReadRequest) -> Scope:
+    """The request's scope, checked against its cap and resolved against the index."""
+    return resolve_scope(conn, request.scope, cwd=request.cwd, session_id=request.session_id,
+                         journal_path=request.journal_path, max_scope=request.max_scope, home=request.home)
 
 
 # BM25's constants, as FTS5's bm25() uses them.
@@ -347,18 +249,18 @@ def _hit(conn, locations: Locations, row: EntryRow, score: float | None, terms: 
     return hit
 
 
-def read(conn: db.Connection, locations: Locations, entry_id: str, *, session_id: str | None = None,
-         cwd: str | None = None, scope: str | None = "project", journal_path: str | None = None,
-         offset=0, max_scope: str = "global", home: str | None = None) -> dict:
-    """One entry's redacted text, 16,000 characters a page, reread and checked against its pointer."""
-    offset = check_offset(offset)
-    if not entry_id:
-        raise UserError("read needs an entry id (e.g. pimem read c3d4e5f6)")
-    sc = resolve_scope(conn, scope, cwd=cwd, session_id=session_id, journal_path=journal_path,
-                       max_scope=max_scope, home=home)
+def read(conn: db.Connection, locations: Locations, request: ReadRequest | str | None = None, **fields: Any) -> dict:
+    """One entry's redacted text, 16,000 characters a page, reread and checked against its pointer.
+
+    `request` is a ReadRequest; an entry id and keyword fields build one (`ReadRequest.create`).
+    """
+    if not isinstance(request, ReadRequest):
+        request = ReadRequest.create(request, **fields)
+    offset = request.offset
+    sc = _scope(conn, request)
     where, params = sc.predicate()
-    rows = select_entries(conn, f"e.id = ? AND {where} ORDER BY e.timestamp DESC LIMIT 50", [entry_id, *params])
-    current = session_id or session_of(conn, journal_path)
+    rows = select_entries(conn, f"e.id = ? AND {where} ORDER BY e.timestamp DESC LIMIT 50", [request.id, *params])
+    current = request.session_id or session_of(conn, request.journal_path)
     preferred = [r for r in rows if current and r.session_id == current]
     if len(preferred) == 1:
         rows = preferred
