@@ -1,7 +1,9 @@
 """The index schema: metadata, byte pointers and a contentless FTS5 term index, never journal text.
 
 The whole file is derived from the journals. An index written by another schema version
-is deleted and rebuilt rather than read with the wrong meaning.
+is deleted and rebuilt rather than read with the wrong meaning. Also the writes several
+modules share: meta values, a journal's rows removed (`delete_journal`) or queued for
+reindexing (`queue_reindex`); the backfill lease and progress are beside it (`lease`).
 """
 
 from __future__ import annotations
