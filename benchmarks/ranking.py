@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
 from floor import positions_fts_options  # noqa: E402
-from pimem_index import indexer, query, store  # noqa: E402
+from pimem_index import indexer, query, reread, scope, store  # noqa: E402
 from pimem_index.locations import resolve  # noqa: E402
 
 WORD = re.compile(r"[^\W_]+")
@@ -52,7 +52,7 @@ def main() -> int:
     ours = build(args.corpus, os.path.join(work, "ours.sqlite"), store.FTS_OPTIONS)
     positions = build(args.corpus, os.path.join(work, "positions.sqlite"), positions_fts_options())
     locations = resolve(os.path.join(work, "ours.sqlite"), [args.corpus])
-    everything = query.Scope("global")
+    everything = scope.Scope("global")
     rng = random.Random(args.seed)
     rowids = [r[0] for r in ours.execute("SELECT rowid FROM entries WHERE chars BETWEEN 100 AND 50000")]
 
@@ -63,9 +63,8 @@ def main() -> int:
     overlap = []
     while len(ranks["no positions (ours)"]) < args.queries:
         rowid = rng.choice(rowids)
-        row = ours.execute(f"SELECT {query.ENTRY_COLUMNS} FROM entries e JOIN files f ON f.id = e.file_id "
-                           "WHERE e.rowid = ?", (rowid,)).fetchone()
-        text = query.reread(ours, row, locations) or ""
+        row = reread.select_entries(ours, "e.rowid = ?", (rowid,))[0]
+        text = reread.reread(ours, row, locations) or ""
         words = sorted({w.lower() for w in WORD.findall(text[:20_000]) if len(w) > 3 and not w.isdigit()})
         words = [w for w in rng.sample(words, min(12, len(words))) if 3 <= holding(w) <= 5000]
         if len(words) < 2:
@@ -75,7 +74,7 @@ def main() -> int:
         theirs = [r[0] for r in positions.execute(
             "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? ORDER BY bm25(entries_fts) LIMIT 100",
             (expression,))]
-        mine = [r[0] for r in query._ranked(ours, terms, "AND", everything, "1", [])][:100]
+        mine = [row.rowid for row, _score in query._ranked(ours, terms, "AND", everything, "1", [])][:100]
         for name, ranked in (("positions (FTS5 bm25)", theirs), ("no positions (ours)", mine)):
             ranks[name].append(ranked.index(rowid) + 1 if rowid in ranked else None)
         if theirs:

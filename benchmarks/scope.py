@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 os.environ.setdefault("PI_CODING_AGENT_DIR", str(ROOT / "out" / "work" / "agent"))
 
-from pimem_index import indexer, query, store  # noqa: E402
+from pimem_index import indexer, query, scope, store  # noqa: E402
 from pimem_index.locations import resolve  # noqa: E402
 
 WORDS = ["return", "self", "import", "the", "error", "file", "def", "value", "test", "data"]
@@ -37,11 +37,11 @@ def main(corpus: str) -> None:
     for label, use_scope in (("scope term", True), ("SQL predicate only", False)):
         times = []
         for cwd in cwds[:8]:
-            sc = query.resolve_scope(conn, "project", cwd=cwd)
+            sc = scope.resolve_scope(conn, "project", cwd=cwd)
             where, params = sc.predicate()
             for word in WORDS:
                 started = time.perf_counter()
-                query._ranked(conn, [word], "AND", sc if use_scope else query.Scope("global"), where, params)
+                query._ranked(conn, [word], "AND", sc if use_scope else scope.Scope("global"), where, params)
                 times.append((time.perf_counter() - started) * 1000)
         times.sort()
         results[label] = statistics.median(times)

@@ -6,12 +6,9 @@ thread with the thread's own pimem connection.
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
-
-from pimem_index import browse, indexer, query
-from pimem_index.errors import UserError
-from pimem_index.locations import Locations
+from pimem_index import indexer, query
+from pimem_index.locations import Locations, checked_journal
+from pimem_index.requests import ReadRequest, SearchRequest
 
 ACTIONS = ("search", "read", "summaries", "status")
 
@@ -21,76 +18,22 @@ def route_list() -> str:
     return ", ".join(f"/-/pi-memory/api/{action}" for action in ACTIONS)
 
 
-@dataclass
-class Params:
-    """The contract's query parameters, as given (validated by pimem_index)."""
+def call(conn, locations: Locations, action: str, args: dict, max_scope: str) -> dict:
+    """One API call: index the caller's journal if given, then the pimem_index query.
 
-    q: str | None = None
-    scope: str | None = None
-    cwd: str | None = None
-    session_id: str | None = None
-    id: str | None = None
-    since: str | None = None
-    until: str | None = None
-    kinds: list[str] = field(default_factory=list)
-    limit: str | None = None
-    offset: str | None = None
-    journal: str | None = None
-
-    @classmethod
-    def from_request(cls, request) -> "Params":
-        args = request.args
-
-        def one(name):
-            value = args.get(name)
-            return value if value not in (None, "") else None
-
-        return cls(
-            q=one("q"), scope=one("scope"), cwd=one("cwd"), session_id=one("session_id"),
-            id=one("id"), since=one("since"), until=one("until"),
-            kinds=[k for k in args.getlist("kind") if k], limit=one("limit"),
-            offset=one("offset"), journal=one("journal"),
-        )
-
-
-def default_scope(max_scope: str) -> str:
-    """project when allowed, else the widest allowed (a default, never a narrowed request)."""
-    return "project" if query.SCOPES.index(max_scope) >= query.SCOPES.index("project") else max_scope
-
-
-def _cwd(conn, params: Params, journal: str | None, scope: str | None) -> str | None:
-    """The folder whose project to use: cwd, else the journal's header cwd; must be absolute."""
-    cwd = params.cwd
-    if cwd is None and journal is not None:
-        cwd = browse.journal_cwd(conn, journal)
-    if cwd is not None and not os.path.isabs(cwd):
-        raise UserError(f"cwd must be an absolute folder (e.g. cwd=/home/u/Apps/prjct), got {cwd!r}")
-    if cwd is None:
-        raise UserError("scope 'project' needs cwd or journal (e.g. cwd=/home/u/Apps/prjct), "
-                        "or ask for scope=session with session_id")
-    return cwd
-
-
-def call(conn, locations: Locations, action: str, params: Params, max_scope: str) -> dict:
-    """One API call: index the caller's journal if given, then the pimem_index query."""
+    `args` are the call's parameters (pimem_index.requests.query_args), checked by the request
+    objects built from them.
+    """
     if action == "status":
         data = query.status(conn, locations)
         if max_scope != "global":  # a failed journal's path names its project
             data["journals_failed"] = []
         return data
-    journal = browse.checked_journal(locations, params.journal)
+    journal = checked_journal(locations, args.get("journal"))
     if journal is not None:
         indexer.index_journal(conn, journal)
-    scope = params.scope or default_scope(max_scope)
-    allowed = scope in query.SCOPES and query.SCOPES.index(scope) <= query.SCOPES.index(max_scope)
-    # An unknown or too wide scope is left for pimem_index to refuse with its message.
-    cwd = _cwd(conn, params, journal, scope) if scope == "project" and allowed else params.cwd
     if action == "read":
-        return query.read(conn, locations, params.id or "", session_id=params.session_id, cwd=cwd,
-                          scope=scope, journal_path=journal, offset=params.offset, max_scope=max_scope)
-    kwargs = dict(scope=scope, cwd=cwd, session_id=params.session_id, journal_path=journal,
-                  since=params.since, until=params.until, kinds=params.kinds, limit=params.limit,
-                  max_scope=max_scope)
-    if action == "summaries":
-        return query.summaries(conn, locations, params.q, **kwargs)
-    return query.search(conn, locations, params.q, **kwargs)
+        return query.read(conn, locations, ReadRequest.from_args(conn, args, max_scope=max_scope, journal_path=journal))
+    request = SearchRequest.from_args(conn, args, max_scope=max_scope, journal_path=journal,
+                                      summaries=action == "summaries")
+    return query.search(conn, locations, request)

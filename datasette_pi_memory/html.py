@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 from markupsafe import Markup, escape
 
 from pimem_index.journal import local_time
-from pimem_index.query import query_terms
+from pimem_index.requests import query_terms
 
 
 def highlight(text: str | None, query: str | None) -> Markup:

@@ -19,7 +19,10 @@ from pathlib import Path
 
 from pimem_index import db, store
 from pimem_index.locations import Locations, resolve
-from pimem_index.query import SCOPES
+from pimem_index.errors import UserError
+from pimem_index.scope import checked_setting
+
+from .api import route_list
 
 PLUGIN = "datasette-pi-memory"
 ACTION = "pi-memory-read"
@@ -45,14 +48,13 @@ class Settings:
 
 
 def _scope_setting(config: dict, key: str, default: str) -> str:
+    """A configured cap (pimem_index.scope.checked_setting); a wrong one stops Datasette starting."""
     from datasette.utils import StartupError
 
-    value = config.get(key) or default
-    if value not in SCOPES:
-        raise StartupError(
-            f"plugins.{PLUGIN}.{key} must be session, project or global (e.g. {key}: project), got {value!r}"
-        )
-    return value
+    try:
+        return checked_setting(f"plugins.{PLUGIN}.{key}", config.get(key) or default)
+    except UserError as e:
+        raise StartupError(str(e)) from None
 
 
 def settings_for(datasette) -> Settings:
@@ -181,8 +183,6 @@ class PiMemory:
         Pages are for people: the agent reads through the API, and an actor capped to the
         session scope has no current session on a page (the API's journal= names it).
         """
-        from .api import route_list
-
         api = route_list()
         if (actor or {}).get("id") == AGENT_ID:
             return f"The Pi agent's token reads through the API ({api}), not the pages"

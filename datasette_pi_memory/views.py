@@ -6,8 +6,10 @@ import logging
 
 from datasette import Forbidden, NotFound, Response
 
-from pimem_index import db
+from pimem_index import browse, db, journal, query
 from pimem_index.errors import UserError
+from pimem_index.requests import ReadRequest, query_args
+from pimem_index.scope import offered, page_default_scope
 
 from . import api, html
 from .state import ACTION, state
@@ -33,9 +35,9 @@ async def api_view(datasette, request):
         return _json_denied(request)
     action = request.url_vars["action"]
     memory = state(datasette)
-    params = api.Params.from_request(request)
+    args = query_args(request.args)
     try:
-        data = await memory.run(api.call, memory.locations, action, params, memory.max_scope_for(request.actor))
+        data = await memory.run(api.call, memory.locations, action, args, memory.max_scope_for(request.actor))
     except UserError as e:
         return Response.json({"error": str(e)}, status=400)
     except db.DatabaseError as e:
@@ -97,8 +99,6 @@ def _urls(datasette) -> dict:
 
 
 def _overview(conn, locations):
-    from pimem_index import browse, query
-
     return {
         "status": query.status(conn, locations),
         "indexing": query.indexing_state(conn, locations),
@@ -116,30 +116,18 @@ async def index_page(datasette, request):
     return await render(datasette, request, "pi_memory_index.html", {
         **data,
         "chart": html.activity_svg(data["activity"]),
-        "scopes": _scopes(max_scope),
-        "scope": _page_default_scope(max_scope),
+        "scopes": offered(max_scope),
+        "scope": page_default_scope(max_scope),
         "locations": memory.locations,
         "empty": data["status"]["journals_total"] == 0,
         "folders_exist": [(str(d), d.is_dir()) for d in memory.locations.sessions_dirs],
     })
 
 
-def _scopes(max_scope: str) -> list[str]:
-    from pimem_index.query import SCOPES
-
-    return list(SCOPES[: SCOPES.index(max_scope) + 1])
-
-
-def _page_default_scope(max_scope: str) -> str:
-    return "global" if max_scope == "global" else api.default_scope(max_scope)
-
-
-def _search_page_data(conn, locations, action, params: api.Params, max_scope, searched: bool):
-    from pimem_index import browse
-
+def _search_page_data(conn, locations, action, params: dict, max_scope, searched: bool):
     out = {"projects": browse.projects(conn, limit=200), "reply": None, "error": None}
-    if params.scope == "project" and not params.cwd and out["projects"]:
-        params.cwd = out["projects"][0]["cwd"]
+    if params["scope"] == "project" and not params["cwd"] and out["projects"]:
+        params["cwd"] = out["projects"][0]["cwd"]
     if searched:
         try:
             out["reply"] = api.call(conn, locations, action, params, max_scope)
@@ -156,20 +144,18 @@ async def _search_or_summaries(datasette, request, action: str):
     await ensure_pages_allowed(datasette, request)
     memory = state(datasette)
     max_scope = memory.max_scope_for(request.actor)
-    params = api.Params.from_request(request)
-    params.journal = None  # the pages do not index on demand
-    params.scope = params.scope or _page_default_scope(max_scope)
-    params.limit = params.limit or "20"
-    searched = action == "summaries" or "q" in request.args or bool(params.kinds)
+    params = query_args(request.args)  # also what the form shows again
+    params["journal"] = None  # the pages do not index on demand
+    params["scope"] = params["scope"] or page_default_scope(max_scope)
+    params["limit"] = params["limit"] or "20"
+    searched = action == "summaries" or "q" in request.args or bool(params["kinds"])
     data = await memory.run(_search_page_data, memory.locations, action, params, max_scope, searched)
-    from pimem_index import journal
-
     kinds = journal.SUMMARY_KINDS if action == "summaries" else journal.KINDS
     return await render(datasette, request, "pi_memory_search.html", {
         **data,
         "action": action,
         "params": params,
-        "scopes": _scopes(max_scope),
+        "scopes": offered(max_scope),
         "kinds": kinds,
         "title": "Summaries" if action == "summaries" else "Search",
     }, status=400 if data["error"] else 200)
@@ -179,27 +165,26 @@ async def summaries_page(datasette, request):
     return await _search_or_summaries(datasette, request, "summaries")
 
 
-def _read_data(conn, locations, params: api.Params, max_scope):
-    from pimem_index import query
-
-    return query.read(conn, locations, params.id or "", session_id=params.session_id, cwd=params.cwd,
-                      scope=params.scope, offset=params.offset, max_scope=max_scope)
+def _read_data(conn, locations, params: dict, max_scope):
+    request = ReadRequest.create(params["id"] or "", session_id=params["session_id"], cwd=params["cwd"],
+                                 scope=params["scope"], offset=params["offset"], max_scope=max_scope)
+    return query.read(conn, locations, request)
 
 
 async def read_page(datasette, request):
     await ensure_pages_allowed(datasette, request)
     memory = state(datasette)
     max_scope = memory.max_scope_for(request.actor)
-    params = api.Params.from_request(request)
-    if not params.id:
+    params = query_args(request.args)
+    if not params["id"]:
         return await render(datasette, request, "pi_memory_read.html", {
             "params": params, "reply": None, "error": "Which entry? Open one from a search (e.g. read?id=c3d4e5f6)"}, status=400)
-    if params.scope is None:
-        params.scope = "session" if params.session_id else _page_default_scope(max_scope)
+    if params["scope"] is None:
+        params["scope"] = "session" if params["session_id"] else page_default_scope(max_scope)
     error = None
     reply = None
     try:
-        if params.scope == "project" and not params.cwd:
+        if params["scope"] == "project" and not params["cwd"]:
             raise UserError("scope 'project' needs cwd (e.g. cwd=/home/u/Apps/prjct)")
         reply = await memory.run(_read_data, memory.locations, params, max_scope)
     except UserError as e:
@@ -210,8 +195,6 @@ async def read_page(datasette, request):
 
 
 def _session_data(conn, locations, session_id, offset):
-    from pimem_index import browse
-
     return browse.session(conn, locations, session_id, offset=offset)
 
 
@@ -225,7 +208,7 @@ async def session_page(datasette, request):
             raise ValueError
     except ValueError:
         return await render(datasette, request, "pi_memory_read.html", {
-            "params": api.Params(), "reply": None,
+            "params": query_args(request.args), "reply": None,
             "error": "offset must be a whole number, 0 or more (e.g. offset=200)"}, status=400)
     data = await memory.run(_session_data, memory.locations, session_id, offset)
     if data is None:

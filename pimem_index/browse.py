@@ -1,66 +1,30 @@
 """Browsing helpers for pages: a session's entries in order, activity per day, recent sessions.
 
-Like the queries, every text shown is reread from its journal line (checked against the
-stored fingerprint) and redacted; nothing here reads a file outside the journal folders.
+Every text shown is reread from its journal line (`reread`: checked against the stored
+fingerprint) and redacted; nothing here reads a file outside the journal folders.
 """
 
 from __future__ import annotations
 
-import os
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 from . import db
-from .errors import UserError
 from .locations import Locations
-from .query import ENTRY_COLUMNS, UNAVAILABLE, entry_json, redacted_head, reread
+from .reread import UNAVAILABLE, EntryRow, entry_json, redacted_head, reread, select_entries
 
 SESSION_PAGE = 200
 TITLE_CHARS = 120
 OUTSIDE = "[journal outside the journal folders: not read]"
 
 
-def checked_journal(locations: Locations, path: str | None) -> str | None:
-    """The absolute path of a caller's journal, or a UserError; never opens the file.
-
-    It must be an absolute path ending in .jsonl that lies inside the journal folders
-    (after resolving links) and is a regular file.
-    """
-    if path is None or path == "":
-        return None
-    example = "(e.g. journal=/home/u/.pi/agent/sessions/--home-u-app--/2026-03-15T22-40-18-123Z_0b6e.jsonl)"
-    if "\0" in path:
-        raise UserError(f"journal must be a path without NUL characters {example}")
-    if not os.path.isabs(path):
-        raise UserError(f"journal must be an absolute path {example}")
-    if not path.endswith(".jsonl"):
-        raise UserError(f"journal must be a .jsonl session journal {example}")
-    candidate = Path(path)
-    if not locations.contains(candidate):
-        raise UserError(f"journal {path} is not inside the journal folders "
-                        f"({', '.join(str(d) for d in locations.sessions_dirs)}) {example}")
-    try:
-        real = candidate.resolve()
-        usable = real.name.endswith(".jsonl") and real.is_file()
-    except (OSError, ValueError) as e:  # e.g. a name too long for the file system
-        raise UserError(f"journal {path} cannot be used ({getattr(e, 'strerror', None) or e}) {example}") from None
-    if not usable:
-        raise UserError(f"journal {path} is not a journal file {example}")
-    return os.path.abspath(path)
-
-
-def journal_cwd(conn: db.Connection, path: str) -> str | None:
-    """The project folder recorded in an indexed journal's header."""
-    row = conn.execute("SELECT cwd FROM files WHERE path = ?", (os.path.abspath(path),)).fetchone()
-    return row[0] if row else None
-
-
-def _text(conn, locations: Locations, row, max_chars: int) -> tuple[str | None, str | None, int]:
+def _text(conn, locations: Locations, row: EntryRow, max_chars: int) -> tuple[str | None, str | None, int]:
     """(the first max_chars of the redacted text, None, characters in all) or (None, why not, 0).
 
     Only what is shown is redacted (with a margin), not all of a multi-megabyte output.
     """
-    if not locations.contains(Path(row[8])):
+    if not locations.contains(Path(row.path)):
         return None, OUTSIDE, 0
     text = reread(conn, row, locations)
     if text is None:
@@ -68,10 +32,10 @@ def _text(conn, locations: Locations, row, max_chars: int) -> tuple[str | None, 
     return redacted_head(text, max_chars), None, len(text)
 
 
-def _shown(conn, locations: Locations, row, max_chars: int) -> dict:
+def _shown(conn, locations: Locations, row: EntryRow, max_chars: int) -> dict:
     data = entry_json(row)
-    data["rowid"] = row[0]
-    data["line"] = row[12]
+    data["rowid"] = row.rowid
+    data["line"] = row.line
     text, missing, total = _text(conn, locations, row, max_chars)
     if text is None:
         data.update(text=missing, unavailable=True, total_chars=0, truncated=False)
@@ -80,25 +44,37 @@ def _shown(conn, locations: Locations, row, max_chars: int) -> dict:
     return data
 
 
+class SessionJournal(NamedTuple):
+    """One journal of a session, as a session's page shows it (its files row)."""
+
+    id: int
+    path: str
+    session_id: str
+    name: str | None
+    cwd: str | None
+    started: str | None
+    last_timestamp: str | None
+    entry_count: int
+    size: int | None
+    parent_session: str | None
+
+
+SESSION_JOURNAL_COLUMNS = ", ".join(SessionJournal._fields)
+
+
 def session(conn: db.Connection, locations: Locations, session_id: str, *, offset: int = 0,
             limit: int = SESSION_PAGE, max_chars: int = 20_000) -> dict | None:
     """A session's header and a page of its entries in journal order, each reread and redacted.
 
     Returns None when no indexed journal has that session id.
     """
-    files = conn.execute(
-        "SELECT id, path, session_id, name, cwd, started, last_timestamp, entry_count, size, parent_session "
-        "FROM files WHERE session_id = ? ORDER BY started, id",
-        (session_id,),
-    ).fetchall()
+    files = [SessionJournal._make(row) for row in conn.execute(
+        f"SELECT {SESSION_JOURNAL_COLUMNS} FROM files WHERE session_id = ? ORDER BY started, id", (session_id,))]
     if not files:
         return None
-    total = sum(f[7] for f in files)
-    rows = conn.execute(
-        f"SELECT {ENTRY_COLUMNS} FROM entries e JOIN files f ON f.id = e.file_id "
-        "WHERE f.session_id = ? ORDER BY f.started, f.id, e.line LIMIT ? OFFSET ?",
-        (session_id, limit, offset),
-    ).fetchall()
+    total = sum(f.entry_count for f in files)
+    rows = select_entries(conn, "f.session_id = ? ORDER BY f.started, f.id, e.line LIMIT ? OFFSET ?",
+                          (session_id, limit, offset))
     first = files[0]
     children = conn.execute(
         "SELECT session_id, name, started FROM files WHERE parent_session = ? ORDER BY started",
@@ -106,14 +82,14 @@ def session(conn: db.Connection, locations: Locations, session_id: str, *, offse
     ).fetchall()
     return {
         "session_id": session_id,
-        "name": first[3],
-        "cwd": first[4],
-        "started": first[5],
-        "last_timestamp": max((f[6] or "" for f in files), default="") or None,
-        "journals": [f[1] for f in files],
-        "bytes": sum(f[8] or 0 for f in files),
-        "parent_session": first[9],
-        "children": [{"session_id": c[0], "name": c[1], "started": c[2]} for c in children],
+        "name": first.name,
+        "cwd": first.cwd,
+        "started": first.started,
+        "last_timestamp": max((f.last_timestamp or "" for f in files), default="") or None,
+        "journals": [f.path for f in files],
+        "bytes": sum(f.size or 0 for f in files),
+        "parent_session": first.parent_session,
+        "children": [{"session_id": sid, "name": name, "started": started} for sid, name, started in children],
         "total": total,
         "offset": offset,
         "next_offset": offset + limit if offset + limit < total else None,
@@ -123,13 +99,8 @@ def session(conn: db.Connection, locations: Locations, session_id: str, *, offse
 
 def entry_text(conn: db.Connection, locations: Locations, rowid: int, max_chars: int = 500) -> dict | None:
     """One entry, looked up by its rowid in the entries table, with its redacted text (shortened)."""
-    row = conn.execute(
-        f"SELECT {ENTRY_COLUMNS} FROM entries e JOIN files f ON f.id = e.file_id WHERE e.rowid = ?",
-        (rowid,),
-    ).fetchone()
-    if row is None:
-        return None
-    return _shown(conn, locations, row, max_chars)
+    rows = select_entries(conn, "e.rowid = ?", (rowid,))
+    return _shown(conn, locations, rows[0], max_chars) if rows else None
 
 
 def activity(conn: db.Connection, days: int = 60, today: date | None = None) -> list[dict]:
@@ -137,8 +108,8 @@ def activity(conn: db.Connection, days: int = 60, today: date | None = None) -> 
     today = today or datetime.now(timezone.utc).date()
     start = today - timedelta(days=days - 1)
     counts = {
-        r[0]: (r[1], r[2])
-        for r in conn.execute(
+        day: (entries, sessions)
+        for day, entries, sessions in conn.execute(
             "SELECT substr(e.timestamp, 1, 10) AS day, COUNT(*), COUNT(DISTINCT e.file_id) "
             "FROM entries e WHERE e.timestamp >= ? GROUP BY day",
             (start.isoformat(),),
@@ -163,13 +134,9 @@ def recent_sessions(conn: db.Connection, locations: Locations, limit: int = 15) 
     for file_id, sid, name, cwd, started, last, count, size in rows:
         title = name
         if not title:
-            first = conn.execute(
-                f"SELECT {ENTRY_COLUMNS} FROM entries e JOIN files f ON f.id = e.file_id "
-                "WHERE e.file_id = ? AND e.kind = 'user' ORDER BY e.line LIMIT 1",
-                (file_id,),
-            ).fetchone()
-            if first is not None:
-                text, _missing, _total = _text(conn, locations, first, TITLE_CHARS * 4)
+            first = select_entries(conn, "e.file_id = ? AND e.kind = 'user' ORDER BY e.line LIMIT 1", (file_id,))
+            if first:
+                text, _missing, _total = _text(conn, locations, first[0], TITLE_CHARS * 4)
                 title = one_line(text, TITLE_CHARS) if text else None
         out.append({"session_id": sid, "title": title, "name": name, "cwd": cwd, "started": started,
                     "last_timestamp": last, "entries": count, "bytes": size})
@@ -188,8 +155,8 @@ def one_line(text: str, limit: int) -> str:
 def projects(conn: db.Connection, limit: int = 200) -> list[dict]:
     """Project folders (session cwds), most recently active first."""
     return [
-        {"cwd": r[0], "sessions": r[1], "last_timestamp": r[2]}
-        for r in conn.execute(
+        {"cwd": cwd, "sessions": sessions, "last_timestamp": last}
+        for cwd, sessions, last in conn.execute(
             "SELECT cwd, COUNT(*), MAX(COALESCE(last_timestamp, started)) AS last FROM files "
             "WHERE cwd IS NOT NULL GROUP BY cwd ORDER BY last DESC LIMIT ?",
             (limit,),

@@ -16,9 +16,10 @@ from importlib.metadata import entry_points
 import click
 import orjson
 
-from . import __version__, db, indexer, journal, query, reading, store
+from . import __version__, db, forget, indexer, journal, lease, query, reading, requests, store
 from .errors import UserError
-from .locations import Locations, resolve
+from .locations import Locations, checked_journal, discover, resolve
+from .requests import ReadRequest, SearchRequest
 
 
 COMMAND_PLUGINS = "pimem_index.commands"  # entry points: a function that adds commands to the pimem group
@@ -217,7 +218,7 @@ def _watch(conn, locations: Locations, journals, interval: float) -> None:
     import time
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    owner = indexer.default_owner()
+    owner = lease.default_owner()
     opened = store.file_id(locations.db_path)
     last_error = None
     try:
@@ -238,11 +239,9 @@ def _watch(conn, locations: Locations, journals, interval: float) -> None:
 
 def _check_in_folders(locations: Locations, path: str) -> None:
     """Only a .jsonl journal inside the journal folders (after resolving links) is indexed:
-    the same rule as the API's `journal=` (`browse.checked_journal`), never opening the file."""
-    from . import browse
-
+    the same rule as the API's `journal=` (`locations.checked_journal`), never opening the file."""
     try:
-        browse.checked_journal(locations, os.path.abspath(path))
+        checked_journal(locations, os.path.abspath(path))
     except UserError:
         folders = ", ".join(str(d) for d in locations.sessions_dirs)
         raise UserError(f"{path} is not a .jsonl journal inside the journal folders ({folders}) "
@@ -254,7 +253,7 @@ def _watch_pass(conn, locations: Locations, journals, owner: str) -> str | None:
     try:
         report = indexer.index_all(conn, locations, journals=journals, owner=owner)
         if report.lease_holder and journals is None:
-            newest = indexer.discover(locations)[:8]
+            newest = discover(locations)[:8]
             held = indexer.Failures(conn).held_back(newest)  # a failed journal waits here too
             indexer.index_all(conn, locations, journals=[p for p in newest if p not in held])
     except Exception as e:
@@ -387,8 +386,6 @@ def forget_cmd(locations: Locations, entry_id, session_id, show_list, as_json):
         pimem forget --session 0b6e6f2c-8d2b-4a43-9b3b-1f1f2c6a7d01
         pimem forget --list
     """
-    from . import forget
-
     if show_list:
         records = forget.listing(locations)
         if as_json:
@@ -428,8 +425,6 @@ def unforget(locations: Locations, entry_id, session_id):
         pimem unforget c3d4e5f6
         pimem unforget --session 0b6e6f2c-8d2b-4a43-9b3b-1f1f2c6a7d01
     """
-    from . import forget
-
     if not entry_id and not session_id:
         raise UserError("name an entry or a session (e.g. pimem unforget c3d4e5f6, or pimem unforget --session ID)")
     conn = open_index(locations)
@@ -438,7 +433,7 @@ def unforget(locations: Locations, entry_id, session_id):
     click.echo(f"Restored {what} in session {record['session_id']}")
 
 
-QUERY_LIMITS = (f"A QUERY holds at most {query.MAX_TERMS} distinct words, and a search that runs longer "
+QUERY_LIMITS = (f"A QUERY holds at most {requests.MAX_TERMS} distinct words, and a search that runs longer "
                 f"than {query.QUERY_SECONDS:g} s stops with an error.")
 
 
@@ -453,9 +448,9 @@ def search_options(fn):
         click.option("--since", metavar="DATE", help="From this day (YYYY-MM-DD, local) or ISO date-time"),
         click.option("--until", metavar="DATE", help="Up to this day (YYYY-MM-DD, local) or ISO date-time"),
         click.option("--kind", "kinds", multiple=True, metavar="KIND",
-                     help="Entry kind, repeatable: " + ", ".join(query.journal.KINDS)),
-        click.option("--limit", default=query.DEFAULT_LIMIT, show_default=True, metavar="N",
-                     help=f"Results, 1 to {query.MAX_LIMIT}"),
+                     help="Entry kind, repeatable: " + ", ".join(journal.KINDS)),
+        click.option("--limit", default=requests.DEFAULT_LIMIT, show_default=True, metavar="N",
+                     help=f"Results, 1 to {requests.MAX_LIMIT}"),
         click.option("--json", "as_json", is_flag=True, help="Print JSON (the same shape as the HTTP API)"),
         click.option("--no-index", is_flag=True, help="Search the index as it is, without indexing new lines first"),
     ]
@@ -468,8 +463,7 @@ def search_options(fn):
 @click.argument("query_text", metavar="[QUERY]", required=False)
 @common
 @search_options
-def search(locations: Locations, query_text, scope, cwd, session_id, since, until, kinds, limit, as_json,
-           no_index):
+def search(locations: Locations, query_text, as_json, no_index, **filters):
     """Find entries: every term first, else any term; newest first without a QUERY.
 
     \b
@@ -477,16 +471,14 @@ def search(locations: Locations, query_text, scope, cwd, session_id, since, unti
         pimem search "login bug"
         pimem search migration --scope global --since 2026-03-01 --kind tool_result
     """
-    _run_query(query.search, locations, query_text, scope=scope, cwd=cwd, session_id=session_id,
-               since=since, until=until, kinds=kinds, limit=limit, as_json=as_json, no_index=no_index)
+    _run_query(locations, query_text, as_json=as_json, no_index=no_index, summaries=False, **filters)
 
 
 @cli.command(epilog=QUERY_LIMITS)
 @click.argument("query_text", metavar="[QUERY]", required=False)
 @common
 @search_options
-def summaries(locations: Locations, query_text, scope, cwd, session_id, since, until, kinds, limit, as_json,
-              no_index):
+def summaries(locations: Locations, query_text, as_json, no_index, **filters):
     """Compaction and branch summaries, newest first, or searched.
 
     \b
@@ -494,16 +486,16 @@ def summaries(locations: Locations, query_text, scope, cwd, session_id, since, u
         pimem summaries
         pimem summaries "auth refactor" --scope global
     """
-    _run_query(query.summaries, locations, query_text, scope=scope, cwd=cwd, session_id=session_id,
-               since=since, until=until, kinds=kinds, limit=limit, as_json=as_json, no_index=no_index)
+    _run_query(locations, query_text, as_json=as_json, no_index=no_index, summaries=True, **filters)
 
 
-def _run_query(fn, locations: Locations, query_text, *, cwd, as_json, no_index, **filters) -> None:
+def _run_query(locations: Locations, query_text, *, as_json, no_index, summaries: bool, **filters) -> None:
     """Shared by search and summaries: catch up, query, show."""
     conn = open_index(locations, create=not no_index)
     if not no_index:
         _catch_up(conn, locations, as_json)
-    data = fn(conn, locations, query_text, cwd=os.path.abspath(cwd or os.getcwd()), **filters)
+    request = SearchRequest.from_options(query_text, summaries=summaries, **filters)
+    data = query.summaries(conn, locations, request) if summaries else query.search(conn, locations, request)
     _show_results(data, query_text, as_json)
 
 
@@ -538,7 +530,7 @@ def _show_results(data: dict, query_text: str | None, as_json: bool) -> None:
         click.echo(data["hint"])
     if data["indexing"].get("note"):
         click.secho(data["indexing"]["note"], fg="yellow")
-    terms = query.query_terms(query_text)
+    terms = requests.query_terms(query_text)
     for hit in data["results"]:
         click.echo()
         when = _local_time(hit["timestamp"])
@@ -571,7 +563,7 @@ def _mark(text: str, terms: list[str]) -> str:
 @click.option("--offset", default="0", metavar="N", help="Character offset of the page (16,000 a page)")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (the same shape as the HTTP API)")
 @click.option("--no-index", is_flag=True, help="Read from the index as it is, without indexing new lines first")
-def read(locations: Locations, entry_id, session_id, cwd, scope, offset, as_json, no_index):
+def read(locations: Locations, entry_id, as_json, no_index, **options):
     """Print one entry's redacted text, reread from its journal.
 
     \b
@@ -582,8 +574,7 @@ def read(locations: Locations, entry_id, session_id, cwd, scope, offset, as_json
     conn = open_index(locations, create=not no_index)
     if not no_index:
         _catch_up(conn, locations, as_json)
-    data = query.read(conn, locations, entry_id, session_id=session_id, cwd=os.path.abspath(cwd or os.getcwd()),
-                      scope=scope, offset=offset)
+    data = query.read(conn, locations, ReadRequest.from_options(entry_id, **options))
     if as_json:
         emit_json(data)
         return

@@ -18,7 +18,7 @@ import orjson
 
 from . import db, indexer
 from .errors import UserError
-from .locations import Locations
+from .locations import Locations, discover
 
 PREVIEW_FILE = "gc-preview.json"
 QUIET_SECONDS = 24 * 3600
@@ -102,7 +102,7 @@ def _preview_path(locations: Locations) -> Path:
 
 def preview(conn: db.Connection, locations: Locations, current: str | None = None) -> dict:
     """Index, list the candidates with totals, and store the list for a later confirm."""
-    indexer.index_all(conn, locations, journals=indexer.discover(locations))
+    indexer.index_all(conn, locations, journals=discover(locations))
     candidates = find_junk(conn, locations, current)
     data = {
         "action": "gc-preview",

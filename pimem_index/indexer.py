@@ -18,23 +18,19 @@ import contextlib
 import functools
 import itertools
 import os
-import socket
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-import orjson
-
-from . import db, forget, journal, parsing, reading, store
-from .locations import Locations
+from . import db, journal, lease, parsing, reading, store
+from . import forgotten as forgotten_set
+from .forgotten import Forgotten
+from .locations import Locations, find_journals
 from .parsing import ParserStopped  # noqa: F401  (raised through index_all)
 from .settings import IndexSettings, or_default
 
-LEASE_KEY = "backfill_lease"
-LEASE_SECONDS = 120
-BACKFILL_KEY = "backfill"
 # How often a backfill renews its lease and publishes its progress.
 PROGRESS_SECONDS = 1.0
 # A journal that failed waits this long before a backfill pass tries it again, twice as long
@@ -181,7 +177,7 @@ def failed_journals(conn: db.Connection) -> list[dict]:
 
 
 def index_journal(conn: db.Connection, path: str | Path, *,
-                  forgotten: forget.Forgotten | None = None, settings: IndexSettings | None = None) -> IndexReport:
+                  forgotten: Forgotten | None = None, settings: IndexSettings | None = None) -> IndexReport:
     """Bring one journal's rows up to date with its complete lines, in batches sized by `settings`.
 
     Entries in `forgotten` (by default, the decisions file in the agent folder) are skipped.
@@ -191,13 +187,13 @@ def index_journal(conn: db.Connection, path: str | Path, *,
     settings = or_default(settings)
     path = os.path.abspath(os.fspath(path))
     if forgotten is None:
-        forgotten = forget.load()
+        forgotten = forgotten_set.load()
     report = IndexReport()
     failures = Failures(conn)
     try:
         for _attempt in range(20):
             try:
-                work = reading.prepare(_file_row(conn, path), path, forgotten, forget.journal_row(conn, path))
+                work = reading.prepare(_file_row(conn, path), path, forgotten, forgotten_set.journal_row(conn, path))
                 if work is not None:
                     with work:
                         batches = parsing.in_thread(work.batches(settings=settings.for_parsing()),
@@ -216,23 +212,21 @@ def index_journal(conn: db.Connection, path: str | Path, *,
     return report
 
 
-_FILE_COLUMNS = ("id, cursor, lines, size, mtime, inode, head_length, head_fingerprint, "
-                 "tail_offset, tail_length, tail_fingerprint, needs_reindex, session_id")
-
-
-def _file_row(conn: db.Connection, path: str) -> tuple | None:
+def _file_row(conn: db.Connection, path: str) -> reading.FileRow | None:
     """What the index knows of one journal: its id, cursor, size, fingerprints..."""
-    return conn.execute(f"SELECT {_FILE_COLUMNS} FROM files WHERE path = ?", (path,)).fetchone()
+    row = conn.execute(f"SELECT {reading.FILE_COLUMNS} FROM files WHERE path = ?", (path,)).fetchone()
+    return reading.FileRow._make(row) if row else None
 
 
-def _file_rows(conn: db.Connection) -> dict[str, tuple]:
+def _file_rows(conn: db.Connection) -> dict[str, reading.FileRow]:
     """`_file_row` of every journal at once, for a pass to decide each journal's work from.
 
     The parsing side gets them as an argument and never opens the index (a parsing process
     may be forked, and a SQLite connection must not cross a fork). Rows only this pass
     changes, and another indexer's change meanwhile shows as a conflict when writing.
     """
-    return {row[0]: tuple(row[1:]) for row in conn.execute(f"SELECT path, {_FILE_COLUMNS} FROM files")}
+    return {path: reading.FileRow(*values)
+            for path, *values in conn.execute(f"SELECT path, {reading.FILE_COLUMNS} FROM files")}
 
 
 def _apply(conn: db.Connection, work: reading.Work, batches: Iterable["reading.Batch"], report: IndexReport,
@@ -250,10 +244,10 @@ def _apply(conn: db.Connection, work: reading.Work, batches: Iterable["reading.B
         return
     if work.forget_as is not None:
         with db.write(conn):
-            forget.bury_journal(conn, work.path, work.forget_as[0], work.st.st_ino, *work.forget_as[1:])
+            forgotten_set.bury_journal(conn, work.path, work.forget_as[0], work.st.st_ino, *work.forget_as[1:])
         return
     reset = work.reset
-    expected = None if row is None else (row[0], row[1])
+    expected = None if row is None else (row.id, row.cursor)
     touched = False
     with _Transactions(conn, commit_bytes) as transactions:
         for batch in batches:
@@ -278,9 +272,9 @@ def _apply(conn: db.Connection, work: reading.Work, batches: Iterable["reading.B
                          expected, True)
         report.reindexed += 1
         touched = True
-    elif row is not None and not touched and (work.st.st_size != row[3] or work.st.st_mtime != row[4]):
+    elif row is not None and not touched and (work.st.st_size != row.size or work.st.st_mtime != row.mtime):
         with _journal_trouble(work.path):
-            _touch(conn, row[0], work.st, expected[1])
+            _touch(conn, row.id, work.st, row.cursor)
     if touched:
         report.files += 1
 
@@ -325,7 +319,7 @@ def _touch(conn: db.Connection, file_id: int, st: os.stat_result, cursor: int) -
         )
 
 
-def _from_processes(paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgotten,
+def _from_processes(paths: list[Path], rows: dict[str, tuple], forgotten: Forgotten,
                     gone: dict[str, tuple], settings: IndexSettings) -> Iterator[tuple]:
     """`reading.produce`'s items, parsed and redacted in processes beside this one (a bulk pass)."""
     items = parsing.in_processes(reading.produce, paths, (rows, forgotten, gone, settings.for_parsing()),
@@ -409,8 +403,7 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: reading.Batch, expe
         return file_id
 
 
-INSERT_COLUMNS = ("rowid", "file_id", "session_id", "id", "parent_id", "timestamp", "kind", "role",
-                  "tool", "chars", "line", "offset", "length", "fingerprint", "tokens_before")
+INSERT_COLUMNS = ("rowid", "file_id", "session_id", *reading.EntryValues._fields)
 # Rows carry "" and reading.NO_INT for a missing value, turned into NULL here: binding None
 # costs pysqlite3 about 2 us a value (a quarter of the entries' insert time).
 NULLABLE = {"session_id": "NULLIF(?, '')", "parent_id": "NULLIF(?, '')", "timestamp": "NULLIF(?, '')",
@@ -470,120 +463,7 @@ def _insert_rows(conn: db.Connection, first: int, file_id: int, session_id: str 
 def forget_journal(conn: db.Connection, path: str) -> int:
     """Remove a journal's file row, entries and terms (it was deleted). Returns 1 if it was known."""
     with db.write(conn):
-        row = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
-        if row is None:
-            return 0
-        store.delete_file_rows(conn, row[0])
-        conn.execute("DELETE FROM files WHERE id = ?", (row[0],))
-        return 1
-
-
-def queue_reindex(conn: db.Connection, file_id: int) -> None:
-    """Mark a journal whose line no longer matches its pointer, so the next pass reads it again."""
-    with db.write(conn):
-        conn.execute("UPDATE files SET needs_reindex = 1 WHERE id = ?", (file_id,))
-
-
-def discover(locations: Locations) -> list[Path]:
-    """Every journal in the journal folders, newest (by modification time) first."""
-    return find_journals(locations)[0]
-
-
-def find_journals(locations: Locations) -> tuple[list[Path], list[str]]:
-    """Every journal in the journal folders, newest first, each once however many links name
-    it; and the links there that resolve outside the journal folders, which are never opened
-    (a link to /etc/passwd named passwd.jsonl, a linked folder elsewhere)."""
-    roots = tuple(os.path.realpath(root) for root in locations.sessions_dirs)
-    found: dict[tuple[int, int], tuple[str, float, bool]] = {}
-    outside: set[str] = set()
-    for root in locations.sessions_dirs:
-        for path, st, linked in _walk_jsonl(str(root), roots, outside):
-            kept = found.get((st.st_dev, st.st_ino))
-            if kept is None or (kept[2] and not linked):  # a name without links wins
-                found[(st.st_dev, st.st_ino)] = (path, st.st_mtime, linked)
-    journals = sorted(found.values(), key=lambda v: v[1], reverse=True)
-    return [Path(path) for path, _mtime, _linked in journals], sorted(outside)
-
-
-def _inside(real: str, roots: tuple[str, ...]) -> bool:
-    """Whether a resolved path lies in one of the (resolved) journal folders."""
-    return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
-
-
-def _walk_jsonl(root: str, roots: tuple[str, ...], outside: set[str]) -> Iterable[tuple[str, os.stat_result, bool]]:
-    """(path, stat, reached through a link) of each .jsonl under root; a link resolving outside
-    `roots` goes to `outside` unfollowed."""
-    stack = [(root, False)]
-    seen: set[tuple[int, int]] = set()
-    while stack:
-        folder, folder_linked = stack.pop()
-        try:
-            st = os.stat(folder)
-            key = (st.st_dev, st.st_ino)
-            if key in seen:
-                continue
-            seen.add(key)
-            with os.scandir(folder) as it:
-                for de in it:
-                    try:
-                        linked = de.is_symlink()
-                        if linked and not _inside(os.path.realpath(de.path), roots):
-                            if de.name.endswith(".jsonl") or de.is_dir():
-                                outside.add(os.path.abspath(de.path))
-                            continue
-                        if de.is_dir():
-                            stack.append((de.path, folder_linked or linked))
-                        elif de.name.endswith(".jsonl") and de.is_file():
-                            yield os.path.abspath(de.path), de.stat(), folder_linked or linked
-                    except OSError:
-                        continue
-        except OSError:
-            continue
-
-
-def default_owner() -> str:
-    """A lease owner name that is unique per process: host:pid."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _holder_gone(holder: str) -> bool:
-    """Whether a lease holder was a process on this host that no longer runs (killed, say),
-    so running the command again goes on at once instead of waiting for the lease to expire."""
-    host, _, pid = holder.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # it runs, as another user
-        return False
-    return False
-
-
-def take_lease(conn: db.Connection, owner: str, seconds: int = LEASE_SECONDS) -> str | None:
-    """Take or renew the backfill lease; returns None when we hold it, else the current holder."""
-    now = time.time()
-    with db.write(conn):
-        value = store.get_meta(conn, LEASE_KEY)
-        if value:
-            holder, _, expiry = value.rpartition("@")
-            try:
-                expired = float(expiry) < now
-            except ValueError:
-                expired = True
-            if holder != owner and not expired and not _holder_gone(holder):
-                return holder
-        store.set_meta(conn, LEASE_KEY, f"{owner}@{now + seconds:.3f}")
-        return None
-
-
-def release_lease(conn: db.Connection, owner: str) -> None:
-    """Give the lease back if we hold it."""
-    with db.write(conn):
-        value = store.get_meta(conn, LEASE_KEY)
-        if value and value.rpartition("@")[0] == owner:
-            conn.execute("DELETE FROM meta WHERE key = ?", (LEASE_KEY,))
+        return store.delete_journal(conn, path)
 
 
 def index_all(
@@ -599,8 +479,8 @@ def index_all(
     started = time.perf_counter()
     settings = or_default(settings)
     report = IndexReport()
-    forgotten = forget.load(locations.memory_dir)
-    forget.settle(conn, forgotten)
+    forgotten = forgotten_set.load(locations.memory_dir)
+    forgotten_set.settle(conn, forgotten)
     if journals is not None:
         journals = list(journals)
         for done, path in enumerate(journals, 1):
@@ -609,8 +489,8 @@ def index_all(
                 progress(done, len(journals), Path(path))
         report.seconds = time.perf_counter() - started
         return report
-    owner = owner or default_owner()
-    holder = take_lease(conn, owner)
+    owner = owner or lease.default_owner()
+    holder = lease.take_lease(conn, owner)
     if holder is not None:
         report.lease_holder = holder
         report.seconds = time.perf_counter() - started
@@ -628,7 +508,7 @@ def index_all(
         if held:
             paths = [p for p in paths if p not in held]
         rows = _file_rows(conn)
-        gone = forget.journal_rows(conn)
+        gone = forgotten_set.journal_rows(conn)
         bulk = _pending_bytes(rows, paths, gone) >= settings.bulk_bytes
         _merge_settings(conn, bulk=bulk)
         if bulk:  # pages are mostly appended: a small cache does, and the parsers get the memory
@@ -644,12 +524,12 @@ def index_all(
             if time.monotonic() - last_write >= PROGRESS_SECONDS and report.files:
                 # Renew the lease and publish progress now and then, not after every journal:
                 # a steady pass over unchanged journals writes nothing.
-                if take_lease(conn, owner) is not None:
+                if lease.take_lease(conn, owner) is not None:
                     break
-                _record_backfill(conn, total, done, complete=False)
+                lease.record_backfill(conn, total, done, complete=False)
                 last_write = time.monotonic()
         else:
-            _record_backfill(conn, total, total, complete=True)
+            lease.record_backfill(conn, total, total, complete=True)
             if report.bytes_read >= settings.bulk_bytes:
                 compact(conn)
             _merge_settings(conn, bulk=False)
@@ -661,7 +541,7 @@ def index_all(
         except db.OperationalError:
             pass  # the index is busy: the next pass creates them
         finally:
-            release_lease(conn, owner)
+            lease.release_lease(conn, owner)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -674,16 +554,17 @@ STEADY_MERGE = (4, 16)
 BULK_CACHE_KIB = 16_384
 
 
-def _pending_bytes(rows: dict[str, tuple], paths: list[Path], gone: dict[str, tuple]) -> int:
+def _pending_bytes(rows: dict[str, reading.FileRow], paths: list[Path],
+                   gone: dict[str, forgotten_set.ForgottenJournal]) -> int:
     """Roughly how much journal a pass has ahead of it (a forgotten journal is never read)."""
     pending = 0
     for path in paths:
         row = rows.get(str(path))
         try:
             st = path.stat()
-            if row is None and forget.unchanged(gone, str(path), st):
+            if row is None and forgotten_set.unchanged(gone, str(path), st):
                 continue
-            pending += max(0, st.st_size - (row[1] if row else 0))
+            pending += max(0, st.st_size - (row.cursor if row else 0))
         except (OSError, TypeError):  # TypeError: a row edited by hand; the journal fails on its own
             continue
     return pending
@@ -704,7 +585,7 @@ def _merge_settings(conn: db.Connection, bulk: bool) -> None:
             conn.execute("INSERT INTO entries_fts (entries_fts, rank) VALUES (?, ?)", (key, value))
 
 
-def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgotten,
+def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], forgotten: Forgotten,
                gone: dict[str, tuple], report: IndexReport, failures: Failures, settings: IndexSettings,
                bulk: bool = False) -> Iterator[Path]:
     """Index journals in order, parsing the next ones while this one is written.
@@ -725,7 +606,7 @@ def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], f
         items.close()  # stops the thread or the processes at once, however this pass ends
 
 
-def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: forget.Forgotten,
+def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: Forgotten,
                report: IndexReport, failures: Failures, settings: IndexSettings) -> Iterator[Path]:
     """The writing side of `_pipelined`: small journals grouped, large ones batch by batch.
 
@@ -778,7 +659,7 @@ def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: forget.Fo
 
 
 def _write_group(conn: db.Connection, group: list[tuple[reading.Work, list[reading.Batch]]],
-                 forgotten: forget.Forgotten, report: IndexReport, failures: Failures, settings: IndexSettings) -> None:
+                 forgotten: Forgotten, report: IndexReport, failures: Failures, settings: IndexSettings) -> None:
     """Write small journals in one transaction. One that fails is recorded and the others are
     written again without it, as parsed; after a conflict each is done again on its own."""
     while group:
@@ -843,19 +724,6 @@ def remove_outside(conn: db.Connection, locations: Locations, listed: list[Path]
         if path not in names and path.startswith(folders) and not locations.contains(Path(path)):
             removed += forget_journal(conn, path)
     return removed
-
-
-def _record_backfill(conn: db.Connection, total: int, done: int, complete: bool) -> None:
-    """Publish backfill progress for the replies' `indexing` block (unchanged: nothing written)."""
-    raw = store.get_meta(conn, BACKFILL_KEY)
-    if raw:
-        old = orjson.loads(raw)
-        if (old.get("journals_total"), old.get("journals_done"), old.get("complete")) == (total, done, complete):
-            return
-    with db.write(conn):
-        store.set_meta(conn, BACKFILL_KEY, orjson.dumps({
-            "journals_total": total, "journals_done": done, "complete": complete, "at": _now(),
-        }).decode())
 
 
 def _now() -> str:

@@ -1,10 +1,18 @@
-"""Where Pi keeps its journals and where pimem keeps its index: one rule for every command and the plugin."""
+"""Where Pi keeps its journals and where pimem keeps its index: one rule for every command and the plugin.
+
+The agent folder and the index path (`resolve`), which journals there are (`discover`,
+`find_journals`: links resolving outside the journal folders are never followed), and which
+journal path a caller may name (`checked_journal`).
+"""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
+
+from .errors import UserError
 
 
 def agent_dir() -> Path:
@@ -64,3 +72,89 @@ def resolve(db: str | None = None, sessions_dirs: tuple[str, ...] | list[str] = 
     db_value = db or os.environ.get("PIMEM_DB")
     db_path = Path(os.path.expanduser(db_value)) if db_value else agent / "pi-memory" / "history.sqlite"
     return Locations(agent=agent, sessions_dirs=tuple(dirs), db_path=db_path, extra_dirs=tuple(extra))
+
+
+def checked_journal(locations: Locations, path: str | None) -> str | None:
+    """The absolute path of a caller's journal, or a UserError; never opens the file.
+
+    It must be an absolute path ending in .jsonl that lies inside the journal folders
+    (after resolving links) and is a regular file.
+    """
+    if path is None or path == "":
+        return None
+    example = "(e.g. journal=/home/u/.pi/agent/sessions/--home-u-app--/2026-03-15T22-40-18-123Z_0b6e.jsonl)"
+    if "\0" in path:
+        raise UserError(f"journal must be a path without NUL characters {example}")
+    if not os.path.isabs(path):
+        raise UserError(f"journal must be an absolute path {example}")
+    if not path.endswith(".jsonl"):
+        raise UserError(f"journal must be a .jsonl session journal {example}")
+    candidate = Path(path)
+    if not locations.contains(candidate):
+        raise UserError(f"journal {path} is not inside the journal folders "
+                        f"({', '.join(str(d) for d in locations.sessions_dirs)}) {example}")
+    try:
+        real = candidate.resolve()
+        usable = real.name.endswith(".jsonl") and real.is_file()
+    except (OSError, ValueError) as e:  # e.g. a name too long for the file system
+        raise UserError(f"journal {path} cannot be used ({getattr(e, 'strerror', None) or e}) {example}") from None
+    if not usable:
+        raise UserError(f"journal {path} is not a journal file {example}")
+    return os.path.abspath(path)
+
+
+def discover(locations: Locations) -> list[Path]:
+    """Every journal in the journal folders, newest (by modification time) first."""
+    return find_journals(locations)[0]
+
+
+def find_journals(locations: Locations) -> tuple[list[Path], list[str]]:
+    """Every journal in the journal folders, newest first, each once however many links name
+    it; and the links there that resolve outside the journal folders, which are never opened
+    (a link to /etc/passwd named passwd.jsonl, a linked folder elsewhere)."""
+    roots = tuple(os.path.realpath(root) for root in locations.sessions_dirs)
+    found: dict[tuple[int, int], tuple[str, float, bool]] = {}
+    outside: set[str] = set()
+    for root in locations.sessions_dirs:
+        for path, st, linked in _walk_jsonl(str(root), roots, outside):
+            kept = found.get((st.st_dev, st.st_ino))
+            if kept is None or (kept[2] and not linked):  # a name without links wins
+                found[(st.st_dev, st.st_ino)] = (path, st.st_mtime, linked)
+    journals = sorted(found.values(), key=lambda v: v[1], reverse=True)
+    return [Path(path) for path, _mtime, _linked in journals], sorted(outside)
+
+
+def _inside(real: str, roots: tuple[str, ...]) -> bool:
+    """Whether a resolved path lies in one of the (resolved) journal folders."""
+    return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+
+def _walk_jsonl(root: str, roots: tuple[str, ...], outside: set[str]) -> Iterable[tuple[str, os.stat_result, bool]]:
+    """(path, stat, reached through a link) of each .jsonl under root; a link resolving outside
+    `roots` goes to `outside` unfollowed."""
+    stack = [(root, False)]
+    seen: set[tuple[int, int]] = set()
+    while stack:
+        folder, folder_linked = stack.pop()
+        try:
+            st = os.stat(folder)
+            key = (st.st_dev, st.st_ino)
+            if key in seen:
+                continue
+            seen.add(key)
+            with os.scandir(folder) as it:
+                for de in it:
+                    try:
+                        linked = de.is_symlink()
+                        if linked and not _inside(os.path.realpath(de.path), roots):
+                            if de.name.endswith(".jsonl") or de.is_dir():
+                                outside.add(os.path.abspath(de.path))
+                            continue
+                        if de.is_dir():
+                            stack.append((de.path, folder_linked or linked))
+                        elif de.name.endswith(".jsonl") and de.is_file():
+                            yield os.path.abspath(de.path), de.stat(), folder_linked or linked
+                    except OSError:
+                        continue
+        except OSError:
+            continue

@@ -1,6 +1,8 @@
-"""Search, read and summaries over the index, rereading and redacting every text from the journal.
+"""Search, read and summaries over the index, every text reread from its journal (`reread`) and redacted.
 
-Replies are plain dicts in the contract's JSON shapes, identical for the CLI and the HTTP API.
+Each takes its checked request (`requests.SearchRequest`, `requests.ReadRequest`). Replies are
+plain dicts in the contract's JSON shapes, identical for the CLI and the HTTP API. Also: the
+ranking (BM25 without positions, a recency discount), the time budget, and `status`.
 """
 
 from __future__ import annotations
@@ -8,284 +10,27 @@ from __future__ import annotations
 import functools
 import math
 import os
-import re
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-import orjson
-
-from . import db, forget, indexer, journal, store
+from . import db, forgotten, indexer, lease, store
 from .errors import UserError
-from .locations import Locations
+from .locations import Locations, discover, find_journals
 from .redact import redact
+from .reread import ENTRY_COLUMNS, UNAVAILABLE, EntryRow, entry_json, excerpt, reread, select_entries
+from .requests import ReadRequest, SearchRequest, query_terms
+from .scope import Scope, resolve_scope, session_of
 
-SCOPES = ("session", "project", "global")
-DEFAULT_LIMIT = 10
-MAX_LIMIT = 100
 CANDIDATES = 400
 PAGE_CHARS = 16_000
-EXCERPT_CHARS = 300
 RECENCY_DAYS = 30.0
-WHOLE_REDACT_CHARS = 200_000
-EXCERPT_WINDOW = 20_000
-UNAVAILABLE = "[journal line unavailable]"
-# A search's size and time. Measured on the benchmark corpus (500 MB, 124,000 entries, 2 cores):
-# the 64 most common words take 1.6 s globally, 0.8 s in a project; 990 of them took 4.4 s and
-# 1,000 overflow SQLite's expression depth. A pasted error message of a few dozen words fits.
-MAX_TERMS = 64
+# A search's time (its size: requests.MAX_TERMS). Measured on the benchmark corpus (500 MB,
+# 124,000 entries, 2 cores): the 64 most common words take 1.6 s globally, 0.8 s in a project.
 QUERY_SECONDS = 3.0
 PROGRESS_STEPS = 10_000  # SQLite instructions between two looks at the clock (well under a millisecond)
-
-ENTRY_COLUMNS = (
-    "e.rowid, e.id, e.session_id, e.timestamp, e.kind, e.role, e.tool, f.cwd, f.path, "
-    "e.offset, e.length, e.fingerprint, e.line, e.file_id, e.chars, e.tokens_before"
-)
-_TERM = re.compile(r"[^\W_]+")
-
-
-@dataclass(frozen=True)
-class Scope:
-    """Which entries a request may see: one session, one project root, or everything."""
-
-    name: str
-    root: str | None = None
-    session_id: str | None = None
-    exact: bool = False
-
-    def predicate(self) -> tuple[str, list]:
-        """SQL over `files f` (and `e`) that keeps this scope's entries: the one scope rule."""
-        if self.name == "session":
-            return "e.file_id IN (SELECT id FROM files WHERE session_id = ?)", [self.session_id]
-        if self.name == "project":
-            if self.exact:
-                return "e.file_id IN (SELECT id FROM files WHERE cwd = ?)", [self.root]
-            return ("e.file_id IN (SELECT id FROM files WHERE cwd = ? OR cwd LIKE ? ESCAPE '\\')",
-                    [self.root, like_prefix(self.root)])
-        return "1", []
-
-    def term(self) -> str | None:
-        """The same rule as a term of the index (store.scope_terms), or None for global.
-
-        It narrows what FTS5 ranks to this scope's matches; the SQL predicate stays the rule.
-        """
-        if self.name == "session":
-            return store.scope_token("s", self.session_id)
-        if self.name == "project":
-            return store.scope_token("c" if self.exact else "p", self.root.rstrip("/") or "/")
-        return None
-
-    def as_json(self) -> dict:
-        return {"scope": self.name, "root": self.root if self.name == "project" else None}
-
-
-def like_prefix(root: str) -> str:
-    """`root/%` with LIKE's wildcards and the escape character escaped."""
-    escaped = root.rstrip("/").replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped + "/%"
-
-
-def project_root(conn: db.Connection, cwd: str, home: str | None = None) -> tuple[str, bool]:
-    """The outermost ancestor of cwd that has sessions of its own.
-
-    A direct child of home or of `/` counts only when it is the cwd itself, and home, its
-    ancestors and `/` never make a project of everything below them. Returns (root, exact).
-    """
-    cwd = os.path.normpath(cwd)
-    home = os.path.normpath(home or os.path.expanduser("~"))
-    if _home_or_above(cwd, home):
-        return cwd, True
-    chain = []
-    path = cwd
-    while True:
-        chain.append(path)
-        parent = os.path.dirname(path)
-        if parent == path:
-            break
-        path = parent
-    candidates = []
-    for p in reversed(chain):
-        if _home_or_above(p, home):
-            continue
-        parent = os.path.dirname(p)
-        if parent in ("/", home) and p != cwd:
-            continue
-        candidates.append(p)
-    if not candidates:
-        return cwd, False
-    marks = ",".join("?" * len(candidates))
-    have = {r[0] for r in conn.execute(
-        f"SELECT DISTINCT cwd FROM files WHERE cwd IN ({marks})", candidates)}
-    for p in candidates:
-        if p in have:
-            return p, False
-    return cwd, False
-
-
-def _home_or_above(path: str, home: str) -> bool:
-    """Whether path is home, one of its ancestors or `/`: never a project root above the cwd."""
-    return path == "/" or path == home or home.startswith(path.rstrip("/") + "/")
-
-
-def resolve_scope(conn: db.Connection, scope: str | None, *, cwd: str | None = None,
-                  session_id: str | None = None, journal_path: str | None = None,
-                  max_scope: str = "global", home: str | None = None) -> Scope:
-    """Check a requested scope against the widest allowed and turn it into a Scope."""
-    scope = scope or "project"
-    if scope not in SCOPES:
-        raise UserError(f"unknown scope {scope!r}: use session, project or global (e.g. scope=project)")
-    if SCOPES.index(scope) > SCOPES.index(max_scope):
-        raise UserError(
-            f"scope {scope!r} is wider than allowed here: the widest is {max_scope!r} (e.g. scope={max_scope})"
-        )
-    if scope == "session":
-        current = _session_of(conn, journal_path)
-        sid = session_id or current
-        if not sid:
-            raise UserError("scope 'session' needs a session id or a journal (e.g. --session 0b6e6f2c-...)")
-        if session_id and session_id != current and max_scope != "global":
-            _check_session_within(conn, session_id, current, cwd, max_scope, home)
-        return Scope("session", session_id=sid)
-    if scope == "project":
-        root, exact = project_root(conn, cwd or os.getcwd(), home)
-        return Scope("project", root=root, exact=exact)
-    return Scope("global")
-
-
-def _check_session_within(conn: db.Connection, session_id: str, current: str | None,
-                          cwd: str | None, max_scope: str, home: str | None) -> None:
-    """Under a cap, naming another session must not reach past the caller's own project."""
-    if max_scope == "session":
-        raise UserError(f"session {session_id} is not the current session, and the widest scope "
-                        "here is 'session' (e.g. omit the session id)")
-    if not cwd:
-        raise UserError("naming a session needs the current folder to check it belongs to this project "
-                        "(e.g. cwd=/home/u/Apps/prjct)")
-    root, exact = project_root(conn, cwd, home)
-    where, params = Scope("project", root=root, exact=exact).predicate()
-    where = where.replace("e.file_id IN", "id IN", 1)
-    inside = conn.execute(
-        f"SELECT 1 FROM files WHERE session_id = ? AND {where} LIMIT 1", [session_id, *params]
-    ).fetchone()
-    if not inside:
-        raise UserError(f"session {session_id} is not in this project ({root}), and the widest scope "
-                        f"here is {max_scope!r} (e.g. scope=project)")
-
-
-def _session_of(conn: db.Connection, journal_path: str | None) -> str | None:
-    if not journal_path:
-        return None
-    row = conn.execute("SELECT session_id FROM files WHERE path = ?",
-                       (os.path.abspath(journal_path),)).fetchone()
-    return row[0] if row else None
-
-
-def parse_bound(value: str | None, *, end: bool, name: str) -> str | None:
-    """A YYYY-MM-DD local day (its first or last millisecond) or an ISO date-time, as UTC ISO."""
-    if value is None or value == "":
-        return None
-    text = value.strip()
-    try:
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-            day = date.fromisoformat(text)
-            clock = (23, 59, 59, 999_000) if end else (0, 0, 0, 0)
-            dt = datetime(day.year, day.month, day.day, *clock).astimezone()
-        else:
-            dt = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-            if dt.tzinfo is None:
-                dt = dt.astimezone()
-    except ValueError:
-        raise UserError(
-            f"{name}: cannot read {value!r} as a date: use YYYY-MM-DD (e.g. 2026-03-15) "
-            "or an ISO date-time (e.g. 2026-03-15T22:40:00Z)"
-        ) from None
-    return journal.iso_utc(dt)
-
-
-def check_kinds(kinds) -> list[str]:
-    kinds = [k for k in (kinds or ()) if k]
-    for k in kinds:
-        if k not in journal.KINDS:
-            raise UserError(f"unknown kind {k!r}: use one of {', '.join(journal.KINDS)} (e.g. kind=tool_result)")
-    return kinds
-
-
-def check_limit(limit) -> int:
-    if limit is None or limit == "":
-        return DEFAULT_LIMIT
-    try:
-        value = int(limit)
-    except (TypeError, ValueError):
-        raise UserError(f"limit must be a whole number from 1 to {MAX_LIMIT} (e.g. limit=20)") from None
-    if not 1 <= value <= MAX_LIMIT:
-        raise UserError(f"limit must be a whole number from 1 to {MAX_LIMIT} (e.g. limit=20)")
-    return value
-
-
-def check_offset(offset) -> int:
-    if offset is None or offset == "":
-        return 0
-    try:
-        value = int(offset)
-    except (TypeError, ValueError):
-        raise UserError("offset must be a whole number, 0 or more (e.g. offset=16000)") from None
-    if value < 0:
-        raise UserError("offset must be a whole number, 0 or more (e.g. offset=16000)")
-    return value
-
-
-def query_terms(query: str | None) -> list[str]:
-    """Every run of letters or digits: FTS5 syntax in a query is only text.
-
-    A run is cut where FTS5's tokenizer would cut it, so each term is one token (the index
-    keeps no positions, so FTS5 refuses a quoted term of two tokens).
-    """
-    seen: list[str] = []
-    for run in _TERM.findall(query or ""):
-        for term in _split_at_separators(run):
-            t = term.lower()
-            if t and t not in seen:
-                seen.append(t)
-    return seen
-
-
-def _split_at_separators(run: str) -> list[str]:
-    if run.isascii():
-        return [run]
-    parts = [""]
-    for char in run:
-        if _fts_separator(char):
-            parts.append("")
-        else:
-            parts[-1] += char
-    return parts
-
-
-@functools.lru_cache(maxsize=4096)
-def _fts_separator(char: str) -> bool:
-    """Whether FTS5's unicode61 tokenizer treats a letter or digit Python accepts as a separator
-    (a few letters newer than its Unicode tables): asked of FTS5 itself, once per character."""
-    if char.isascii():
-        return False
-    probe = db.connect(":memory:")
-    try:
-        probe.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, {store.FTS_OPTIONS})")
-        probe.execute("SELECT count(*) FROM t WHERE t MATCH ?", (f'"a{char}b"',)).fetchone()
-        return False
-    except db.OperationalError:
-        return True
-    finally:
-        probe.close()
-
-
-def check_terms(terms: list[str]) -> list[str]:
-    """At most MAX_TERMS distinct words: a longer query would hold a worker thread for seconds."""
-    if len(terms) > MAX_TERMS:
-        raise UserError(f"the query has {len(terms)} distinct words; at most {MAX_TERMS} are searched: "
-                        'keep the distinctive ones (e.g. q="widgets migration table locked")')
-    return terms
 
 
 @contextmanager
@@ -354,38 +99,50 @@ def _filters(scope: Scope, since: str | None, until: str | None, kinds: list[str
     return " AND ".join(clauses), params
 
 
+def search(conn: db.Connection, locations: Locations, request: SearchRequest | str | None = None,
+           **fields: Any) -> dict:
+    """Entries matching every term (else any term), best first with a recency discount.
+
+    `request` is a SearchRequest; a query text (or None) and keyword fields build one
+    (`SearchRequest.create`), as scripts and tests do.
+    """
+    if not isinstance(request, SearchRequest):
+        request = SearchRequest.create(request, **fields)
+    return _search(conn, locations, request)
+
+
+def summaries(conn: db.Connection, locations: Locations, request: SearchRequest | str | None = None,
+              **fields: Any) -> dict:
+    """Compaction and branch summaries: newest first, or searched, with the same filters.
+
+    `request` is a summaries SearchRequest; a query text (or None) and keyword fields build one.
+    """
+    if not isinstance(request, SearchRequest):
+        request = SearchRequest.create(request, summaries=True, **fields)
+    if not request.summaries:
+        raise ValueError("query.summaries takes a summaries request: SearchRequest.create(..., summaries=True)")
+    return _search(conn, locations, request)
+
+
 @_within_budget
-def search(conn: db.Connection, locations: Locations, query: str | None = None, *,
-           scope: str | None = "project", cwd: str | None = None, session_id: str | None = None,
-           journal_path: str | None = None, since: str | None = None, until: str | None = None,
-           kinds=(), limit=DEFAULT_LIMIT, max_scope: str = "global", home: str | None = None,
-           action: str = "search") -> dict:
-    """Entries matching every term (else any term), best first with a recency discount."""
-    terms = check_terms(query_terms(query))
-    kinds = check_kinds(kinds)
-    limit = check_limit(limit)
-    since_iso = parse_bound(since, end=False, name="since")
-    until_iso = parse_bound(until, end=True, name="until")
-    sc = resolve_scope(conn, scope, cwd=cwd, session_id=session_id, journal_path=journal_path,
-                       max_scope=max_scope, home=home)
-    where, params = _filters(sc, since_iso, until_iso, kinds)
-    reply: dict = {"action": action, **sc.as_json()}
+def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -> dict:
+    """search and summaries (the request says which), within the time budget."""
+    terms, limit = list(request.terms), request.limit
+    sc = _scope(conn, request)
+    where, params = _filters(sc, request.since, request.until, list(request.kinds))
+    reply: dict = {"action": request.action, **sc.as_json()}
     if not terms:
-        rows = conn.execute(
-            f"SELECT {ENTRY_COLUMNS} FROM entries e JOIN files f ON f.id = e.file_id "
-            f"WHERE {where} ORDER BY e.timestamp DESC, e.rowid DESC LIMIT ?",
-            [*params, limit],
-        ).fetchall()
+        rows = select_entries(conn, f"{where} ORDER BY e.timestamp DESC, e.rowid DESC LIMIT ?", [*params, limit])
         reply["match"] = "recent"
         reply["results"] = [_hit(conn, locations, r, None, []) for r in rows]
     else:
         match = "all"
-        rows = _ranked(conn, terms, "AND", sc, where, params)
-        if not rows and len(terms) > 1:
+        ranked = _ranked(conn, terms, "AND", sc, where, params)
+        if not ranked and len(terms) > 1:
             match = "any"
-            rows = _ranked(conn, terms, "OR", sc, where, params)
+            ranked = _ranked(conn, terms, "OR", sc, where, params)
         now = time.time()
-        scored = sorted(((_rerank(r, now), r) for r in rows), key=lambda sr: sr[0], reverse=True)
+        scored = sorted(((_rerank(row, score, now), row) for row, score in ranked), key=lambda sr: sr[0], reverse=True)
         reply["match"] = match
         if match == "any":
             reply["hint"] = "no entry has every term; showing entries with any of them"
@@ -394,15 +151,10 @@ def search(conn: db.Connection, locations: Locations, query: str | None = None, 
     return reply
 
 
-def summaries(conn: db.Connection, locations: Locations, query: str | None = None, **kwargs) -> dict:
-    """Compaction and branch summaries: newest first, or searched, with the same filters."""
-    kinds = check_kinds(kwargs.pop("kinds", ()) or ())
-    wrong = [k for k in kinds if k not in journal.SUMMARY_KINDS]
-    if wrong:
-        raise UserError(f"summaries holds only compaction and branch_summary entries, not {wrong[0]!r} "
-                        "(e.g. kind=compaction)")
-    return search(conn, locations, query, kinds=kinds or list(journal.SUMMARY_KINDS),
-                  action="summaries", **kwargs)
+def _scope(conn: db.Connection, request: SearchRequest | ReadRequest) -> Scope:
+    """The request's scope, checked against its cap and resolved against the index."""
+    return resolve_scope(conn, request.scope, cwd=request.cwd, session_id=request.session_id,
+                         journal_path=request.journal_path, max_scope=request.max_scope, home=request.home)
 
 
 # BM25's constants, as FTS5's bm25() uses them.
@@ -411,11 +163,11 @@ BM25_B = 0.75
 STATS_SECONDS = 60.0
 STATS_EXACT_BELOW = 20_000
 STATS_SAMPLE = 5_000
-_stats_cache: dict[str, tuple] = {}
+_stats_cache: dict[str, tuple[float, int | None, int, float]] = {}  # (at, max rowid, count, average)
 
 
-def _ranked(conn, terms: list[str], op: str, scope: Scope, where: str, params: list) -> list:
-    """Up to CANDIDATES matches, best first by BM25 over which terms an entry holds.
+def _ranked(conn, terms: list[str], op: str, scope: Scope, where: str, params: list) -> list[tuple[EntryRow, float]]:
+    """Up to CANDIDATES matches with their scores, best first by BM25 over which terms an entry holds.
 
     The index keeps no positions (store.FTS_OPTIONS), so a term counts once per entry: the
     score is the sum of the held terms' IDF, times BM25's length factor on the entry's
@@ -431,12 +183,13 @@ def _ranked(conn, terms: list[str], op: str, scope: Scope, where: str, params: l
             "THEN ? ELSE 0 END)" for _ in terms)
         held_params = [p for t, w in zip(terms, weights) for p in (f'"{t}"', w)]
     score = f"({held}) * {BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * e.chars / ?))"
-    return conn.execute(
+    rows = conn.execute(
         f"SELECT {ENTRY_COLUMNS}, {score} AS score FROM entries_fts "
         "JOIN entries e ON e.rowid = entries_fts.rowid JOIN files f ON f.id = e.file_id "
         f"WHERE entries_fts MATCH ? AND {where} ORDER BY score DESC, e.rowid DESC LIMIT {CANDIDATES}",
         [*held_params, max(average, 1.0), fts_expression(terms, op, scope), *params],
-    ).fetchall()
+    )
+    return [(EntryRow._make(row[:-1]), row[-1]) for row in rows]
 
 
 def _idf(conn, term: str, count: int) -> float:
@@ -455,10 +208,11 @@ def _collection_stats(conn) -> tuple[int, float]:
     """
     key = conn.execute("PRAGMA database_list").fetchone()[2]
     high = conn.execute("SELECT max(rowid) FROM entries").fetchone()[0]  # one lookup (min and max together scan)
-    cached = _stats_cache.get(key)
     now = time.monotonic()
-    if cached is not None and (cached[1] == high or (cached[2] >= STATS_EXACT_BELOW and now - cached[0] < STATS_SECONDS)):
-        return cached[2], cached[3]
+    if key in _stats_cache:
+        at, high_then, count, average = _stats_cache[key]
+        if high_then == high or (count >= STATS_EXACT_BELOW and now - at < STATS_SECONDS):
+            return count, average
     count = conn.execute("SELECT count(*) FROM entries").fetchone()[0]
     if count < STATS_EXACT_BELOW:
         average = conn.execute("SELECT avg(chars) FROM entries").fetchone()[0]
@@ -470,10 +224,10 @@ def _collection_stats(conn) -> tuple[int, float]:
     return count, average or 0.0
 
 
-def _rerank(row, now: float) -> float:
+def _rerank(row: EntryRow, score: float, now: float) -> float:
     """score / (1 + age / 30 days): a month-old entry counts half an equally relevant new one."""
-    age_days = max(0.0, (now - _epoch(row[3])) / 86400.0) if row[3] else 365.0
-    return row[-1] / (1.0 + age_days / RECENCY_DAYS)
+    age_days = max(0.0, (now - _epoch(row.timestamp)) / 86400.0) if row.timestamp else 365.0
+    return score / (1.0 + age_days / RECENCY_DAYS)
 
 
 def _epoch(ts: str) -> float:
@@ -483,18 +237,7 @@ def _epoch(ts: str) -> float:
         return 0.0
 
 
-def entry_json(row) -> dict:
-    """The contract's entry keys (and a few more) from an ENTRY_COLUMNS row."""
-    data = {
-        "id": row[1], "session_id": row[2], "timestamp": row[3], "kind": row[4],
-        "role": row[5], "tool": row[6], "cwd": row[7], "journal": row[8], "chars": row[14],
-    }
-    if row[4] == "compaction":
-        data["tokens_before"] = row[15]
-    return data
-
-
-def _hit(conn, locations: Locations, row, score: float | None, terms: list[str]) -> dict:
+def _hit(conn, locations: Locations, row: EntryRow, score: float | None, terms: list[str]) -> dict:
     hit = entry_json(row)
     text = reread(conn, row, locations)
     if text is None:
@@ -506,127 +249,35 @@ def _hit(conn, locations: Locations, row, score: float | None, terms: list[str])
     return hit
 
 
-def reread(conn, row, locations: Locations) -> str | None:
-    """The entry's unredacted text from its journal line, or None when the line is not the entry.
+def read(conn: db.Connection, locations: Locations, request: ReadRequest | str | None = None, **fields: Any) -> dict:
+    """One entry's redacted text, 16,000 characters a page, reread and checked against its pointer.
 
-    Nothing outside the journal folders is ever opened. The line must carry the requested id
-    and the stored fingerprint; otherwise the journal is queued for reindexing and the text
-    is unavailable, never another entry's.
+    `request` is a ReadRequest; an entry id and keyword fields build one (`ReadRequest.create`).
     """
-    entry_id, path, offset, length, fp, line_no, file_id = row[1], row[8], row[9], row[10], row[11], row[12], row[13]
-    if not locations.contains(Path(path)):
-        return None
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(offset)
-            data = fh.read(length)
-    except OSError:
-        return None
-    item = None
-    if len(data) == length and journal.fingerprint(data) == fp:
-        try:
-            item = journal.parse_line(data, line_no)
-        except journal.Malformed:
-            item = None
-    if not isinstance(item, journal.Entry) or item.id != entry_id:
-        _queue_reindex(conn, file_id)
-        return None
-    return item.text
-
-
-def _queue_reindex(conn, file_id: int) -> None:
-    try:
-        indexer.queue_reindex(conn, file_id)
-    except db.OperationalError:
-        pass  # read-only or busy: the next pass's fingerprint checks find the change anyway
-
-
-def excerpt(text: str, terms: list[str], width: int = EXCERPT_CHARS) -> str:
-    """Redacted text around the first matching term, on one line, at most about `width` characters."""
-    if len(text) > WHOLE_REDACT_CHARS:
-        pos = _first_term(text, terms)
-        start = max(0, pos - EXCERPT_WINDOW // 2)
-        begin = text.rfind("-----BEGIN", 0, start)
-        if begin >= 0 and text.find("-----END", begin, start) < 0:
-            start = begin
-        start = text.rfind("\n", 0, start) + 1
-        end = text.find("\n", pos + EXCERPT_WINDOW // 2)
-        text = text[start:] if end < 0 else text[start:end]
-    clean = redact(text)
-    pos = _first_term(clean, terms) if terms else 0
-    lead = width // 3 if terms else 0
-    start = max(0, pos - lead)
-    if start:
-        space = clean.rfind(" ", max(0, start - 20), start)
-        start = space + 1 if space >= 0 else start
-    piece = clean[start:start + width]
-    if start + width < len(clean):
-        cut = piece.rfind(" ", width - 40)
-        piece = (piece[:cut] if cut > 0 else piece) + " …"
-    if start:
-        piece = "… " + piece
-    return " ".join(piece.split())
-
-
-# A secret that starts in the part of a text that is shown ends within this many characters.
-REDACT_MARGIN = 65_536
-
-
-def redacted_head(text: str, chars: int) -> str:
-    """The first `chars` characters of redact(text), without redacting all of a huge text.
-
-    The prefix redacted runs a margin past what is shown (to a line end), so a secret that
-    starts in the shown part is masked whole; a key block cut off there is masked too.
-    """
-    if len(text) <= chars + REDACT_MARGIN:
-        return redact(text)[:chars]
-    cut = text.find("\n", chars + REDACT_MARGIN)
-    return redact(text if cut < 0 else text[:cut])[:chars]
-
-
-def _first_term(text: str, terms: list[str]) -> int:
-    lowered = text.lower()
-    best = -1
-    for t in terms:
-        m = re.search(r"(?<![^\W_])" + re.escape(t), lowered)
-        if m and (best < 0 or m.start() < best):
-            best = m.start()
-    return max(best, 0)
-
-
-def read(conn: db.Connection, locations: Locations, entry_id: str, *, session_id: str | None = None,
-         cwd: str | None = None, scope: str | None = "project", journal_path: str | None = None,
-         offset=0, max_scope: str = "global", home: str | None = None) -> dict:
-    """One entry's redacted text, 16,000 characters a page, reread and checked against its pointer."""
-    offset = check_offset(offset)
-    if not entry_id:
-        raise UserError("read needs an entry id (e.g. pimem read c3d4e5f6)")
-    sc = resolve_scope(conn, scope, cwd=cwd, session_id=session_id, journal_path=journal_path,
-                       max_scope=max_scope, home=home)
+    if not isinstance(request, ReadRequest):
+        request = ReadRequest.create(request, **fields)
+    offset = request.offset
+    sc = _scope(conn, request)
     where, params = sc.predicate()
-    rows = conn.execute(
-        f"SELECT {ENTRY_COLUMNS} FROM entries e JOIN files f ON f.id = e.file_id "
-        f"WHERE e.id = ? AND {where} ORDER BY e.timestamp DESC LIMIT 50",
-        [entry_id, *params],
-    ).fetchall()
-    current = session_id or _session_of(conn, journal_path)
-    preferred = [r for r in rows if current and r[2] == current]
+    rows = select_entries(conn, f"e.id = ? AND {where} ORDER BY e.timestamp DESC LIMIT 50", [request.id, *params])
+    current = request.session_id or session_of(conn, request.journal_path)
+    preferred = [r for r in rows if current and r.session_id == current]
     if len(preferred) == 1:
         rows = preferred
     if not rows:
         return {"action": "read", "status": "not_found", **sc.as_json()}
     if len(rows) > 1:
         return {"action": "read", "status": "ambiguous", **sc.as_json(), "candidates": [
-            {"session_id": r[2], "timestamp": r[3], "kind": r[4], "cwd": r[7], "journal": r[8]}
+            {"session_id": r.session_id, "timestamp": r.timestamp, "kind": r.kind, "cwd": r.cwd, "journal": r.path}
             for r in rows
         ]}
     row = rows[0]
-    if not os.path.exists(row[8]):
+    if not os.path.exists(row.path):
         return {"action": "read", "status": "unavailable", **sc.as_json(),
-                "reason": f"the journal {row[8]} no longer exists"}
-    if not locations.contains(Path(row[8])):
+                "reason": f"the journal {row.path} no longer exists"}
+    if not locations.contains(Path(row.path)):
         return {"action": "read", "status": "unavailable", **sc.as_json(),
-                "reason": f"the journal {row[8]} is outside the journal folders "
+                "reason": f"the journal {row.path} is outside the journal folders "
                           f"({', '.join(str(d) for d in locations.sessions_dirs)})"}
     text = reread(conn, row, locations)
     if text is None:
@@ -646,10 +297,9 @@ def read(conn: db.Connection, locations: Locations, entry_id: str, *, session_id
 
 def indexing_state(conn: db.Connection, locations: Locations) -> dict:
     """How far backfill has come; when incomplete, a note that results may be incomplete."""
-    raw = store.get_meta(conn, indexer.BACKFILL_KEY)
-    state = orjson.loads(raw) if raw else None
+    state = lease.backfill_progress(conn)
     if state is None:
-        total = len(indexer.discover(locations))
+        total = len(discover(locations))
         done = conn.execute("SELECT (SELECT COUNT(*) FROM files) + (SELECT COUNT(*) FROM forgotten_journals)"
                             ).fetchone()[0]
         complete = total == 0
@@ -672,19 +322,20 @@ def status(conn: db.Connection, locations: Locations) -> dict:
     summaries_count = conn.execute(
         "SELECT COUNT(*) FROM entries WHERE kind IN ('compaction', 'branch_summary')"
     ).fetchone()[0]
-    known = {r[0]: r[1:] for r in conn.execute("SELECT path, size, mtime, needs_reindex FROM files")}
-    gone = forget.journal_rows(conn)
-    journals, outside = indexer.find_journals(locations)
+    # (size, mtime, queued for reindexing) of each indexed journal: one that differs has work left
+    known = {path: (size, mtime, bool(needs_reindex)) for path, size, mtime, needs_reindex in conn.execute(
+        "SELECT path, size, mtime, needs_reindex FROM files")}
+    gone = forgotten.journal_rows(conn)
+    journals, outside = find_journals(locations)
     pending = 0
     for path in journals:
-        row = known.get(str(path))
         try:
             st = path.stat()
         except OSError:
             continue
-        if row is None and forget.unchanged(gone, str(path), st):
+        if str(path) not in known and forgotten.unchanged(gone, str(path), st):
             continue
-        if row is None or row[0] != st.st_size or row[1] != st.st_mtime or row[2]:
+        if known.get(str(path)) != (st.st_size, st.st_mtime, False):
             pending += 1
     db_path = Path(locations.db_path)
     db_bytes = sum(p.stat().st_size for p in (db_path, Path(f"{db_path}-wal")) if p.exists())

@@ -14,9 +14,10 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
-from . import forget, journal, store
+from . import journal, store
+from .forgotten import Forgotten, ForgottenJournal
 from .redact import redact
 from .settings import IndexSettings, or_default
 
@@ -33,6 +34,46 @@ RACY_SECONDS = 2.0
 NO_INT = -1
 
 
+class FileRow(NamedTuple):
+    """What the index knows of a journal when a pass starts (its files row): where reading stopped,
+    the file it was, and the fingerprints of its first and last indexed lines."""
+
+    id: int
+    cursor: int
+    lines: int
+    size: int
+    mtime: float | None
+    inode: int | None
+    head_length: int | None
+    head_fingerprint: int | None
+    tail_offset: int | None
+    tail_length: int | None
+    tail_fingerprint: int | None
+    needs_reindex: int
+    session_id: str | None
+
+
+FILE_COLUMNS = ", ".join(FileRow._fields)
+
+
+class EntryValues(NamedTuple):
+    """One entry as a batch carries it to the writer: its INSERT's values after rowid, file_id and
+    session_id (indexer.INSERT_COLUMNS), a missing text as "" and a missing integer as NO_INT."""
+
+    id: str
+    parent_id: str
+    timestamp: str
+    kind: str
+    role: str
+    tool: str
+    chars: int
+    line: int
+    offset: int
+    length: int
+    fingerprint: int
+    tokens_before: int
+
+
 @dataclass
 class Batch:
     """Lines parsed from one stretch of a journal, ready to write in one transaction."""
@@ -40,7 +81,7 @@ class Batch:
     start: int
     end: int
     lines: int
-    rows: list = field(default_factory=list)
+    rows: list[EntryValues] = field(default_factory=list)
     texts: list = field(default_factory=list)
     malformed: int = 0
     header: journal.Header | None = None
@@ -81,18 +122,18 @@ def _read_at(fh, offset: int, length: int) -> bytes:
     return fh.read(length)
 
 
-def _needs_reset(row, st: os.stat_result, fh) -> bool:
+def _needs_reset(row: FileRow, st: os.stat_result, fh) -> bool:
     """A shrunk, replaced or rewritten journal must be read again from byte 0."""
-    (_id, cursor, _lines, _size, _mtime, inode, head_length, head_fp, tail_offset,
-     tail_length, tail_fp, needs_reindex, _sid) = row
-    if needs_reindex or st.st_size < cursor:
+    if row.needs_reindex or st.st_size < row.cursor:
         return True
-    if inode is not None and inode != st.st_ino:
+    if row.inode is not None and row.inode != st.st_ino:
         return True
-    if head_length is not None and journal.fingerprint(_read_at(fh, 0, head_length)) != head_fp:
+    if row.head_length is not None and (
+        journal.fingerprint(_read_at(fh, 0, row.head_length)) != row.head_fingerprint
+    ):
         return True
-    if tail_length is not None and (
-        journal.fingerprint(_read_at(fh, tail_offset, tail_length)) != tail_fp
+    if row.tail_length is not None and (
+        journal.fingerprint(_read_at(fh, row.tail_offset, row.tail_length)) != row.tail_fingerprint
     ):
         return True
     return False
@@ -103,14 +144,14 @@ class Work:
     """One journal's pending work, decided from its file and its row: where reading starts."""
 
     path: str
-    row: tuple | None
+    row: FileRow | None
     fh: object = None
     st: os.stat_result | None = None
     reset: bool = False
     start: int = 0
     start_line: int = 0
     session_id: str | None = None
-    forgotten: forget.Forgotten | None = None
+    forgotten: Forgotten | None = None
     missing: bool = False  # the journal is gone: its rows are removed
     # The journal of a forgotten session: (session key, head length, head fingerprint) for
     # its forgotten_journals row; nothing of it is read beyond its first line.
@@ -139,10 +180,11 @@ class Work:
             self.fh.close()
 
 
-def prepare(row: tuple | None, path: str, forgotten: forget.Forgotten, gone: tuple | None = None) -> Work | None:
+def prepare(row: FileRow | None, path: str, forgotten: Forgotten,
+            gone: ForgottenJournal | None = None) -> Work | None:
     """Decide what a journal needs from its file and its row; None when it is unchanged.
 
-    `gone` is the journal's forgotten_journals row (`forget.journal_rows`), if any: while the
+    `gone` is the journal's forgotten_journals row (`forgotten.journal_rows`), if any: while the
     file is that one and its session still forgotten, nothing is read past the first line.
     """
     try:
@@ -157,30 +199,29 @@ def prepare(row: tuple | None, path: str, forgotten: forget.Forgotten, gone: tup
         return None
     work = Work(path, row, fh=fh, st=st, forgotten=forgotten)
     if row is not None:
-        unchanged = st.st_size == row[3] and st.st_mtime == row[4] and row[5] == st.st_ino
-        if (unchanged and not row[11] and time.time() - st.st_mtime > RACY_SECONDS
-                and not _line_after(fh, row[1], st.st_size)):
+        unchanged = st.st_size == row.size and st.st_mtime == row.mtime and row.inode == st.st_ino
+        if (unchanged and not row.needs_reindex and time.time() - st.st_mtime > RACY_SECONDS
+                and not _line_after(fh, row.cursor, st.st_size)):
             fh.close()
             return None
         work.reset = _needs_reset(row, st, fh)
         if not work.reset:
-            work.start, work.start_line, work.session_id = row[1], row[2], row[12]
+            work.start, work.start_line, work.session_id = row.cursor, row.lines, row.session_id
     if row is None or work.reset:
         work.forget_as = forgotten_head(fh, forgotten)
     return work
 
 
-def _still_forgotten(fh, st: os.stat_result, gone: tuple, forgotten: forget.Forgotten) -> bool:
+def _still_forgotten(fh, st: os.stat_result, gone: ForgottenJournal, forgotten: Forgotten) -> bool:
     """Whether the file is the forgotten journal recorded at its path (same inode, same first
     line) and its session is still forgotten."""
-    session_key, inode, head_length, head_fp = gone
-    if session_key not in forgotten.session_keys or inode != st.st_ino:
+    if gone.session_key not in forgotten.session_keys or gone.inode != st.st_ino:
         return False
-    head = _read_at(fh, 0, head_length + 1)
-    return head[-1:] == b"\n" and journal.fingerprint(head[:-1]) == head_fp
+    head = _read_at(fh, 0, gone.head_length + 1)
+    return head[-1:] == b"\n" and journal.fingerprint(head[:-1]) == gone.head_fingerprint
 
 
-def forgotten_head(fh, forgotten: forget.Forgotten) -> tuple[str, int, int] | None:
+def forgotten_head(fh, forgotten: Forgotten) -> tuple[str, int, int] | None:
     """(session key, length, fingerprint) of the first line when it is the header of a
     forgotten session; reads that line only, and only when some session is forgotten."""
     if not forgotten.sessions:
@@ -208,7 +249,7 @@ def _failure_last(batches: Iterator[Batch], start: int) -> Iterator[Batch]:
 
 
 def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
-             forgotten: forget.Forgotten, settings: IndexSettings, ramp: bool = False) -> Iterator[Batch]:
+             forgotten: Forgotten, settings: IndexSettings, ramp: bool = False) -> Iterator[Batch]:
     """Parse complete lines from `start` up to `size` in batches; an incomplete last line waits.
 
     A large journal's batches (or any journal's, with `ramp`) start small and grow.
@@ -270,7 +311,7 @@ class _LineState:
     """What a line's meaning depends on beyond itself: the session it belongs to."""
 
     session_id: str | None
-    forgotten: forget.Forgotten
+    forgotten: Forgotten
 
 
 def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _LineState) -> int:
@@ -290,7 +331,7 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
         if state.forgotten and state.forgotten.hides(state.session_id, item):
             return 0
         text = item.text
-        batch.rows.append((
+        batch.rows.append(EntryValues(
             item.id, item.parent_id or "", item.timestamp or "", item.kind, item.role or "",
             item.tool or "", len(text), lineno, offset, len(line), fp,
             NO_INT if item.tokens_before is None else item.tokens_before,
@@ -310,13 +351,14 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
     return 0
 
 
-def produce(paths: list[Path], rows: dict[str, tuple], forgotten: forget.Forgotten,
-            gone: dict[str, tuple] | None = None, settings: IndexSettings | None = None) -> Iterator[tuple]:
+def produce(paths: list[Path], rows: dict[str, FileRow], forgotten: Forgotten,
+            gone: dict[str, ForgottenJournal] | None = None,
+            settings: IndexSettings | None = None) -> Iterator[tuple]:
     """The parsing side of a backfill: ("skip"|"work"|"batch"|"end", path, payload) per journal.
 
     Decides each journal's work from the rows the pass started with (`_file_rows`), so
     parsing runs ahead across journals, not only within one, without opening the index
-    (`gone`: the forgotten journals, `forget.journal_rows`, keyed by their path's hash).
+    (`gone`: the forgotten journals, `forgotten.journal_rows`, keyed by their path's hash).
     Runs in a thread or in parsing processes (`parsing`); everything it yields pickles.
     The first journal with work comes in small batches first, so writing starts early.
     A journal that fails comes as its work and a failure batch; the others go on. Batches are

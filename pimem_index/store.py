@@ -1,7 +1,9 @@
 """The index schema: metadata, byte pointers and a contentless FTS5 term index, never journal text.
 
 The whole file is derived from the journals. An index written by another schema version
-is deleted and rebuilt rather than read with the wrong meaning.
+is deleted and rebuilt rather than read with the wrong meaning. Also the writes several
+modules share: meta values, a journal's rows removed (`delete_journal`) or queued for
+reindexing (`queue_reindex`); the backfill lease and progress are beside it (`lease`).
 """
 
 from __future__ import annotations
@@ -324,6 +326,23 @@ def set_meta(conn: db.Connection, key: str, value: str | None) -> None:
         "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         (key, value),
     )
+
+
+def queue_reindex(conn: db.Connection, file_id: int) -> None:
+    """Mark a journal whose line no longer matches its pointer, so the next pass reads it again."""
+    with db.write(conn):
+        conn.execute("UPDATE files SET needs_reindex = 1 WHERE id = ?", (file_id,))
+
+
+def delete_journal(conn: db.Connection, path: str) -> int:
+    """Remove a journal's files row, entries and terms; returns 1 if it had a row. The caller owns
+    the transaction."""
+    row = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+    if row is None:
+        return 0
+    delete_file_rows(conn, row[0])
+    conn.execute("DELETE FROM files WHERE id = ?", (row[0],))
+    return 1
 
 
 def delete_file_rows(conn: db.Connection, file_id: int) -> int:

@@ -574,8 +574,8 @@ def test_an_index_elsewhere_is_private_and_a_users_folder_is_left_alone(run, pop
 
 @pytest.mark.parametrize("command", ["search", "summaries"])
 def test_search_help_states_the_query_limits(run, command):
-    from pimem_index import query
+    from pimem_index import query, requests
 
     out = " ".join(run(command, "--help").output.split())
-    assert f"at most {query.MAX_TERMS} distinct words" in out and f"longer than {query.QUERY_SECONDS:g} s" in out
+    assert f"at most {requests.MAX_TERMS} distinct words" in out and f"longer than {query.QUERY_SECONDS:g} s" in out
     assert "distinct words" not in " ".join(run("read", "--help").output.split())

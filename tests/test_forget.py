@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from pimem_index import db, forget, query, store
+from pimem_index import db, forget, forgotten, query, store
 from pimem_index.cli import cli
 from pimem_index.errors import UserError
 from pimem_index.indexer import index_all, rebuild
@@ -124,7 +124,7 @@ def test_unknown_entry_and_session_are_errors(conn, locations, session_pair):
 def test_decisions_file_is_append_only_and_private(conn, locations, session_pair):
     forget.forget_entry(conn, locations, session_pair["drop"])
     forget.unforget(conn, locations, session_pair["drop"], None)
-    path = locations.memory_dir / forget.FILE_NAME
+    path = locations.memory_dir / forgotten.FILE_NAME
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     assert [r["action"] for r in lines] == ["forget", "unforget"]
     assert oct(path.stat().st_mode & 0o777) == "0o600"

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from pimem_index import indexer, query, store
+from pimem_index import indexer, lease, query, store
 from pimem_index.indexer import index_all, index_journal
 from pimem_index.settings import IndexSettings
 
@@ -300,13 +300,13 @@ def test_backfill_goes_newest_first(conn, locations, new_journal):
 
 
 def test_lease_is_exclusive_until_it_expires(conn):
-    assert indexer.take_lease(conn, "a", seconds=60) is None
-    assert indexer.take_lease(conn, "b", seconds=60) == "a"
-    assert indexer.take_lease(conn, "a", seconds=60) is None
-    conn.execute("UPDATE meta SET value = 'a@1' WHERE key = ?", (indexer.LEASE_KEY,))
-    assert indexer.take_lease(conn, "b", seconds=60) is None
-    indexer.release_lease(conn, "b")
-    assert store.get_meta(conn, indexer.LEASE_KEY) is None
+    assert lease.take_lease(conn, "a", seconds=60) is None
+    assert lease.take_lease(conn, "b", seconds=60) == "a"
+    assert lease.take_lease(conn, "a", seconds=60) is None
+    conn.execute("UPDATE meta SET value = 'a@1' WHERE key = ?", (lease.LEASE_KEY,))
+    assert lease.take_lease(conn, "b", seconds=60) is None
+    lease.release_lease(conn, "b")
+    assert store.get_meta(conn, lease.LEASE_KEY) is None
 
 
 def test_a_lease_held_by_a_process_of_this_host_that_is_gone_is_taken_at_once(conn):
@@ -317,8 +317,8 @@ def test_a_lease_held_by_a_process_of_this_host_that_is_gone_is_taken_at_once(co
 
     def held_by(holder: str) -> str | None:
         with store.db.write(conn):
-            store.set_meta(conn, indexer.LEASE_KEY, f"{holder}@{time.time() + 60}")
-        return indexer.take_lease(conn, "me", seconds=60)
+            store.set_meta(conn, lease.LEASE_KEY, f"{holder}@{time.time() + 60}")
+        return lease.take_lease(conn, "me", seconds=60)
 
     try:
         assert held_by(f"{here}:{gone.pid}") is None
@@ -332,7 +332,7 @@ def test_a_lease_held_by_a_process_of_this_host_that_is_gone_is_taken_at_once(co
 def test_backfill_defers_to_a_live_lease_but_named_journals_still_index(conn, locations, new_journal):
     j = new_journal()
     j.user("lease test")
-    indexer.take_lease(conn, "other-process", seconds=60)
+    lease.take_lease(conn, "other-process", seconds=60)
     report = index_all(conn, locations)
     assert report.lease_holder == "other-process" and report.entries_added == 0
     report = index_all(conn, locations, journals=[j.path])
@@ -379,7 +379,7 @@ def test_indexer_killed_mid_pass_then_rerun_equals_clean_run(tmp_path, locations
     assert 0 < partial < 20 * 200 * 3, "the kill should land mid-pass"
     watcher.close()
     conn = store.open_index(db_path)
-    conn.execute("DELETE FROM meta WHERE key = ?", (indexer.LEASE_KEY,))
+    conn.execute("DELETE FROM meta WHERE key = ?", (lease.LEASE_KEY,))
     index_all(conn, locations)
     clean = store.open_index(tmp_path / "clean.sqlite")
     index_all(clean, locations)
@@ -389,7 +389,7 @@ def test_indexer_killed_mid_pass_then_rerun_equals_clean_run(tmp_path, locations
 def test_killed_indexer_lease_expires_and_is_taken_over(conn, locations, new_journal):
     j = new_journal()
     j.user("orphaned lease")
-    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (indexer.LEASE_KEY, f"dead:1@{time.time() - 1}"))
+    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (lease.LEASE_KEY, f"dead:1@{time.time() - 1}"))
     report = index_all(conn, locations)
     assert report.lease_holder is None and report.entries_added == 1
 
@@ -532,7 +532,7 @@ def test_ctrl_c_mid_pass_keeps_what_was_indexed_and_says_so(tmp_path, locations,
     assert b"Interrupted" in err and b"Traceback" not in err
     kept = watcher.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
     assert kept > 0
-    watcher.execute("DELETE FROM meta WHERE key = ?", (indexer.LEASE_KEY,))
+    watcher.execute("DELETE FROM meta WHERE key = ?", (lease.LEASE_KEY,))
     index_all(watcher, locations)
     clean = store.open_index(tmp_path / "clean.sqlite")
     index_all(clean, locations)

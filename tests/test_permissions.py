@@ -15,7 +15,7 @@ from datasette_test import Datasette
 
 from pimem_index.indexer import index_all
 
-from datasette_pi_memory.state import ACTION, PLUGIN
+from datasette_pi_memory.state import ACTION
 from plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette
 
 OTHER_NAME = "osprey-rollout-planning"  # the other project's session name

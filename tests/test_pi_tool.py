@@ -123,13 +123,13 @@ def test_description_under_200_chars_in_source():
 
 
 def test_the_query_parameter_states_the_word_limit():
-    from pimem_index import query
+    from pimem_index import requests
 
     src = TS_SOURCE.read_text()
     m = re.search(r"query: Type\.Optional\(Type\.String\(\{ description: \"([^\"]*)\"", src)
     assert m, "the query parameter's description not found in memory_context.ts"
-    assert f"at most {query.MAX_TERMS} distinct words" in m.group(1)
-    assert f"at most {query.MAX_TERMS} distinct words" not in _description_from_source(), \
+    assert f"at most {requests.MAX_TERMS} distinct words" in m.group(1)
+    assert f"at most {requests.MAX_TERMS} distinct words" not in _description_from_source(), \
         "the limit belongs to the parameter, keeping the tool description short"
 
 

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from pimem_index import query
+from pimem_index import query, requests, reread, scope
 from pimem_index.errors import UserError
 from pimem_index.indexer import index_all, index_journal
 
@@ -184,7 +184,7 @@ def test_line_rewritten_in_place_reads_as_unavailable_never_as_other_text(conn, 
     assert page["status"] == "unavailable"
     assert "text" not in page
     hit = query.search(conn, locations, "cormorant", cwd=cwd)["results"][0]
-    assert hit["excerpt"] == query.UNAVAILABLE and hit["stale"] is True
+    assert hit["excerpt"] == reread.UNAVAILABLE and hit["stale"] is True
     assert "albatross" not in json.dumps(hit)
     assert conn.execute("SELECT needs_reindex FROM files").fetchone()[0] == 1
     index_all(conn, locations)
@@ -232,10 +232,10 @@ def test_a_query_over_the_word_limit_is_refused_with_an_example(conn, locations,
     j = new_journal()
     j.user("kestrel sighting")
     index_all(conn, locations)
-    words = ["kestrel"] + [f"w{n}x" for n in range(query.MAX_TERMS)]
-    with pytest.raises(UserError, match=f"{query.MAX_TERMS + 1} distinct words; at most {query.MAX_TERMS}.*e.g."):
+    words = ["kestrel"] + [f"w{n}x" for n in range(requests.MAX_TERMS)]
+    with pytest.raises(UserError, match=f"{requests.MAX_TERMS + 1} distinct words; at most {requests.MAX_TERMS}.*e.g."):
         query.search(conn, locations, " ".join(words), scope="global")
-    within = query.search(conn, locations, " ".join(words[:query.MAX_TERMS]), scope="global")
+    within = query.search(conn, locations, " ".join(words[:requests.MAX_TERMS]), scope="global")
     assert within["match"] == "any" and len(within["results"]) == 1
 
 
@@ -243,7 +243,7 @@ def test_repeated_words_count_once_toward_the_word_limit(conn, locations, new_jo
     j = new_journal()
     e = j.user("kestrel sighting")
     index_all(conn, locations)
-    reply = query.search(conn, locations, "kestrel " * (10 * query.MAX_TERMS), scope="global")
+    reply = query.search(conn, locations, "kestrel " * (10 * requests.MAX_TERMS), scope="global")
     assert ids(reply) == [e]
 
 
@@ -353,7 +353,7 @@ def test_a_letter_fts5_treats_as_a_separator_splits_the_query_term(conn, locatio
     entry = j.user(f"marsupials {joined} here")
     other = j.user("marsupials elsewhere")
     index_all(conn, locations)
-    assert query.query_terms(joined) == ["quoll", "numbat"]
+    assert requests.query_terms(joined) == ["quoll", "numbat"]
     reply = query.search(conn, locations, joined, scope="global")
     assert reply["match"] == "all" and ids(reply) == [entry]
     assert other not in ids(reply)
@@ -428,7 +428,7 @@ def test_day_bounds_are_the_users_local_midnight(conn, locations, new_journal, n
     assert ids(day15) == [after]
     day14 = query.search(conn, locations, "local", scope="global", until="2026-03-14")
     assert ids(day14) == [before]
-    assert query.parse_bound("2026-03-15", end=True, name="until") == "2026-03-16T03:59:59.999Z"
+    assert requests.parse_bound("2026-03-15", end=True, name="until") == "2026-03-16T03:59:59.999Z"
 
 
 def test_since_takes_a_full_iso_datetime_not_only_a_day(conn, locations, new_journal):
@@ -599,7 +599,7 @@ def test_nothing_outside_the_journal_folders_is_read(conn, locations, new_journa
     page = query.read(conn, locations, e, cwd=str(home / "Apps/prjct"))
     assert page["status"] == "unavailable" and "outside the journal folders" in page["reason"]
     hit = query.search(conn, locations, "wombat", scope="global")["results"][0]
-    assert hit["excerpt"] == query.UNAVAILABLE and "wombat" not in hit["excerpt"]
+    assert hit["excerpt"] == reread.UNAVAILABLE and "wombat" not in hit["excerpt"]
 
 
 def test_scoped_ranking_only_looks_at_the_scopes_entries(conn, locations, home, new_journal):
@@ -609,7 +609,7 @@ def test_scoped_ranking_only_looks_at_the_scopes_entries(conn, locations, home, 
     for k in range(30):
         other.user(f"common words again {k}")
     index_all(conn, locations)
-    sc = query.resolve_scope(conn, "project", cwd=str(home / "Apps/mine"))
+    sc = scope.resolve_scope(conn, "project", cwd=str(home / "Apps/mine"))
     expression = query.fts_expression(["common", "words"], "AND", sc)
     ranked = conn.execute("SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?", (expression,)).fetchall()
     assert len(ranked) == 1
@@ -622,9 +622,9 @@ def test_scoped_ranking_only_looks_at_the_scopes_entries(conn, locations, home, 
 def test_redacted_head_masks_a_secret_that_starts_in_the_shown_part():
     token = "gh" + "p_" + "Ab3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc0Ef3Hi6"
     text = "x" * 979 + " " + token + "\n" + ("filler line\n" * 20_000)
-    head = query.redacted_head(text, 1000)
+    head = reread.redacted_head(text, 1000)
     assert len(head) == 1000 and token[:4] in head
     assert token[4:12] not in head
     cut_naively = query.redact(text[:1000])
     assert token[4:12] in cut_naively, "the margin is what masks a secret cut at the edge"
-    assert query.redacted_head("short " + token, 1000) == query.redact("short " + token)
+    assert reread.redacted_head("short " + token, 1000) == query.redact("short " + token)

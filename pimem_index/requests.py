@@ -1,0 +1,272 @@
+"""What a search, summaries or read asks for: one request object per query kind, checked once.
+
+A SearchRequest (search and summaries) or a ReadRequest holds every filter of one query,
+checked when it is built: `create` from values, `from_options` from the CLI's options,
+`from_args` from the API's and the pages' parameters (`query_args`). The query functions
+(`query.search`, `query.summaries`, `query.read`) take them, so a new filter touches its
+request, the query and the docs. The query text's rule (`query_terms`) and the checks of
+each field, with their one-line errors, live here too; the scope is checked against the cap
+when the query resolves it (`scope.resolve_scope`), where the index knows the sessions.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any, Iterable, Mapping
+
+from . import db, journal, store
+from .errors import UserError
+from .scope import allowed, default_scope, project_cwd
+
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 100
+# A search's size. Measured on the benchmark corpus (500 MB, 124,000 entries, 2 cores): the 64
+# most common words take 1.6 s globally, 0.8 s in a project; 990 of them took 4.4 s and 1,000
+# overflow SQLite's expression depth. A pasted error message of a few dozen words fits.
+MAX_TERMS = 64
+# The API's and the pages' parameters, each given once (`kind` may be repeated: `query_args`).
+PARAMETERS = ("q", "scope", "cwd", "session_id", "id", "since", "until", "limit", "offset", "journal")
+
+_TERM = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """A search or summaries, checked: its terms, the scope asked for and where from, dates as UTC
+    ISO, kinds and a limit, under the caller's cap `max_scope`. Build one with `create`,
+    `from_options` or `from_args`."""
+
+    query: str | None
+    terms: tuple[str, ...]
+    scope: str | None = "project"
+    cwd: str | None = None
+    session_id: str | None = None
+    journal_path: str | None = None
+    since: str | None = None
+    until: str | None = None
+    kinds: tuple[str, ...] = ()
+    limit: int = DEFAULT_LIMIT
+    max_scope: str = "global"
+    home: str | None = None
+    summaries: bool = False  # compaction and branch summaries only
+
+    @property
+    def action(self) -> str:
+        """The reply's `action`."""
+        return "summaries" if self.summaries else "search"
+
+    @classmethod
+    def create(cls, query: str | None = None, *, scope: str | None = "project", cwd: str | None = None,
+               session_id: str | None = None, journal_path: str | None = None, since: str | None = None,
+               until: str | None = None, kinds: Iterable[str] | None = (), limit: Any = None,
+               max_scope: str = "global", home: str | None = None, summaries: bool = False) -> SearchRequest:
+        """Check every field once (a UserError names the first wrong one); summaries default to
+        both summary kinds and refuse any other."""
+        wanted = check_summary_kinds(kinds) if summaries else None  # checked first, as always
+        terms = check_terms(query_terms(query))
+        checked_kinds = check_kinds(wanted or (journal.SUMMARY_KINDS if summaries else kinds))
+        return cls(query=query, terms=tuple(terms), scope=scope, cwd=cwd, session_id=session_id,
+                   journal_path=journal_path, since=parse_bound(since, end=False, name="since"),
+                   until=parse_bound(until, end=True, name="until"), kinds=tuple(checked_kinds),
+                   limit=check_limit(limit), max_scope=max_scope, home=home, summaries=summaries)
+
+    @classmethod
+    def from_options(cls, query: str | None, *, cwd: str | None, summaries: bool = False,
+                     **options: Any) -> SearchRequest:
+        """From the CLI's options: `--cwd` (relative to the current folder, which it defaults to) made absolute."""
+        return cls.create(query, cwd=os.path.abspath(cwd or os.getcwd()), summaries=summaries, **options)
+
+    @classmethod
+    def from_args(cls, conn: db.Connection, args: Mapping[str, Any], *, max_scope: str, journal_path: str | None = None,
+                  summaries: bool = False) -> SearchRequest:
+        """From the API's or a page's parameters (`query_args`): the cap's default scope when none
+        is asked for, and a project's cwd from the caller or its journal (`journal_path`, checked
+        and indexed by the caller), which must be absolute (`scope.project_cwd`)."""
+        scope, cwd = _scope_and_cwd(conn, args, max_scope, journal_path)
+        return cls.create(args.get("q"), scope=scope, cwd=cwd, session_id=args.get("session_id"),
+                          journal_path=journal_path, since=args.get("since"), until=args.get("until"),
+                          kinds=args.get("kinds"), limit=args.get("limit"), max_scope=max_scope, summaries=summaries)
+
+
+@dataclass(frozen=True)
+class ReadRequest:
+    """A read of one entry, checked: its id, the session preferred, the scope asked for and where
+    from, and the page's character offset, under the caller's cap `max_scope`. Build one with
+    `create`, `from_options` or `from_args`."""
+
+    id: str
+    session_id: str | None = None
+    cwd: str | None = None
+    scope: str | None = "project"
+    journal_path: str | None = None
+    offset: int = 0
+    max_scope: str = "global"
+    home: str | None = None
+
+    @classmethod
+    def create(cls, entry_id: str | None, *, session_id: str | None = None, cwd: str | None = None,
+               scope: str | None = "project", journal_path: str | None = None, offset: Any = 0,
+               max_scope: str = "global", home: str | None = None) -> ReadRequest:
+        """Check every field once (a UserError names the first wrong one)."""
+        checked_offset = check_offset(offset)
+        if not entry_id:
+            raise UserError("read needs an entry id (e.g. pimem read c3d4e5f6)")
+        return cls(id=entry_id, session_id=session_id, cwd=cwd, scope=scope, journal_path=journal_path,
+                   offset=checked_offset, max_scope=max_scope, home=home)
+
+    @classmethod
+    def from_options(cls, entry_id: str, *, cwd: str | None, **options: Any) -> ReadRequest:
+        """From the CLI's options: `--cwd` (relative to the current folder, which it defaults to) made absolute."""
+        return cls.create(entry_id, cwd=os.path.abspath(cwd or os.getcwd()), **options)
+
+    @classmethod
+    def from_args(cls, conn: db.Connection, args: Mapping[str, Any], *, max_scope: str,
+                  journal_path: str | None = None) -> ReadRequest:
+        """From the API's parameters (`query_args`), with the same scope and cwd rules as a search."""
+        scope, cwd = _scope_and_cwd(conn, args, max_scope, journal_path)
+        return cls.create(args.get("id") or "", session_id=args.get("session_id"), cwd=cwd, scope=scope,
+                          journal_path=journal_path, offset=args.get("offset"), max_scope=max_scope)
+
+
+def query_args(args: Any) -> dict[str, Any]:
+    """The API's and the pages' parameters from request args (anything with `get` and `getlist`, as
+    Datasette's request.args): each as given, an empty one as absent; every `kind` as `kinds`."""
+    values: dict[str, Any] = {name: args.get(name) or None for name in PARAMETERS}
+    values["kinds"] = [kind for kind in args.getlist("kind") if kind]
+    return values
+
+
+def _scope_and_cwd(conn: db.Connection, args: Mapping[str, Any], max_scope: str,
+                   journal_path: str | None) -> tuple[str, str | None]:
+    """The scope asked for (else the cap's default) and, for an allowed project scope, its cwd.
+
+    An unknown or too wide scope is left for `scope.resolve_scope` to refuse with its message.
+    """
+    scope = args.get("scope") or default_scope(max_scope)
+    cwd = args.get("cwd")
+    if scope == "project" and allowed(scope, max_scope):
+        cwd = project_cwd(conn, cwd, journal_path)
+    return scope, cwd
+
+
+def check_summary_kinds(kinds: Iterable[str] | None) -> list[str]:
+    """Summaries hold only compaction and branch_summary entries."""
+    kinds = check_kinds(kinds)
+    wrong = [k for k in kinds if k not in journal.SUMMARY_KINDS]
+    if wrong:
+        raise UserError(f"summaries holds only compaction and branch_summary entries, not {wrong[0]!r} "
+                        "(e.g. kind=compaction)")
+    return kinds
+
+
+def parse_bound(value: str | None, *, end: bool, name: str) -> str | None:
+    """A YYYY-MM-DD local day (its first or last millisecond) or an ISO date-time, as UTC ISO."""
+    if value is None or value == "":
+        return None
+    text = value.strip()
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            day = date.fromisoformat(text)
+            clock = (23, 59, 59, 999_000) if end else (0, 0, 0, 0)
+            dt = datetime(day.year, day.month, day.day, *clock).astimezone()
+        else:
+            dt = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+            if dt.tzinfo is None:
+                dt = dt.astimezone()
+    except ValueError:
+        raise UserError(
+            f"{name}: cannot read {value!r} as a date: use YYYY-MM-DD (e.g. 2026-03-15) "
+            "or an ISO date-time (e.g. 2026-03-15T22:40:00Z)"
+        ) from None
+    return journal.iso_utc(dt)
+
+
+def check_kinds(kinds: Iterable[str] | None) -> list[str]:
+    """Each kind one of journal.KINDS (empty ones dropped)."""
+    kinds = [k for k in (kinds or ()) if k]
+    for k in kinds:
+        if k not in journal.KINDS:
+            raise UserError(f"unknown kind {k!r}: use one of {', '.join(journal.KINDS)} (e.g. kind=tool_result)")
+    return kinds
+
+
+def check_limit(limit: Any) -> int:
+    """A result count from 1 to MAX_LIMIT; DEFAULT_LIMIT when none is given."""
+    if limit is None or limit == "":
+        return DEFAULT_LIMIT
+    try:
+        value = int(limit)
+    except (TypeError, ValueError):
+        raise UserError(f"limit must be a whole number from 1 to {MAX_LIMIT} (e.g. limit=20)") from None
+    if not 1 <= value <= MAX_LIMIT:
+        raise UserError(f"limit must be a whole number from 1 to {MAX_LIMIT} (e.g. limit=20)")
+    return value
+
+
+def check_offset(offset: Any) -> int:
+    """A character offset, 0 or more; 0 when none is given."""
+    if offset is None or offset == "":
+        return 0
+    try:
+        value = int(offset)
+    except (TypeError, ValueError):
+        raise UserError("offset must be a whole number, 0 or more (e.g. offset=16000)") from None
+    if value < 0:
+        raise UserError("offset must be a whole number, 0 or more (e.g. offset=16000)")
+    return value
+
+
+def query_terms(query: str | None) -> list[str]:
+    """Every run of letters or digits: FTS5 syntax in a query is only text.
+
+    A run is cut where FTS5's tokenizer would cut it, so each term is one token (the index
+    keeps no positions, so FTS5 refuses a quoted term of two tokens).
+    """
+    seen: list[str] = []
+    for run in _TERM.findall(query or ""):
+        for term in _split_at_separators(run):
+            t = term.lower()
+            if t and t not in seen:
+                seen.append(t)
+    return seen
+
+
+def _split_at_separators(run: str) -> list[str]:
+    if run.isascii():
+        return [run]
+    parts = [""]
+    for char in run:
+        if _fts_separator(char):
+            parts.append("")
+        else:
+            parts[-1] += char
+    return parts
+
+
+@functools.lru_cache(maxsize=4096)
+def _fts_separator(char: str) -> bool:
+    """Whether FTS5's unicode61 tokenizer treats a letter or digit Python accepts as a separator
+    (a few letters newer than its Unicode tables): asked of FTS5 itself, once per character."""
+    if char.isascii():
+        return False
+    probe = db.connect(":memory:")
+    try:
+        probe.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, {store.FTS_OPTIONS})")
+        probe.execute("SELECT count(*) FROM t WHERE t MATCH ?", (f'"a{char}b"',)).fetchone()
+        return False
+    except db.OperationalError:
+        return True
+    finally:
+        probe.close()
+
+
+def check_terms(terms: list[str]) -> list[str]:
+    """At most MAX_TERMS distinct words: a longer query would hold a worker thread for seconds."""
+    if len(terms) > MAX_TERMS:
+        raise UserError(f"the query has {len(terms)} distinct words; at most {MAX_TERMS} are searched: "
+                        'keep the distinctive ones (e.g. q="widgets migration table locked")')
+    return terms

@@ -1,0 +1,152 @@
+"""The trusted read path: an entry's text reread from its journal line, checked, and redacted.
+
+Every text any reply or page shows comes through `reread`: it opens only journals inside
+the journal folders, and the line must carry the entry's id and stored fingerprint, or the
+text is unavailable (and the journal queued for reindexing), never another entry's. What is
+shown of it is redacted here too (`excerpt`, `redacted_head`). An entry comes as an EntryRow
+(`select_entries`), and `entry_json` gives its keys in replies.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import NamedTuple, Sequence
+
+from . import db, journal, store
+from .locations import Locations
+from .redact import redact
+
+EXCERPT_CHARS = 300
+WHOLE_REDACT_CHARS = 200_000
+EXCERPT_WINDOW = 20_000
+UNAVAILABLE = "[journal line unavailable]"
+
+
+class EntryRow(NamedTuple):
+    """An entry and its pointer into its journal: the entries row joined with its journal's files row."""
+
+    rowid: int
+    id: str
+    session_id: str | None
+    timestamp: str | None
+    kind: str
+    role: str | None
+    tool: str | None
+    cwd: str | None  # from files
+    path: str  # from files: the journal
+    offset: int
+    length: int
+    fingerprint: int
+    line: int
+    file_id: int
+    chars: int
+    tokens_before: int | None
+
+
+# EntryRow's columns over `entries e JOIN files f` (ENTRY_FROM).
+ENTRY_COLUMNS = ", ".join(("f." if name in ("cwd", "path") else "e.") + name for name in EntryRow._fields)
+ENTRY_FROM = "FROM entries e JOIN files f ON f.id = e.file_id"
+
+
+def select_entries(conn: db.Connection, where: str, params: Sequence = ()) -> list[EntryRow]:
+    """The entries (with their journals) matching `where`: SQL after WHERE, ORDER BY and LIMIT included."""
+    return [EntryRow._make(row) for row in conn.execute(f"SELECT {ENTRY_COLUMNS} {ENTRY_FROM} WHERE {where}", params)]
+
+
+def entry_json(row: EntryRow) -> dict:
+    """The contract's entry keys (and a few more) from an entry's row."""
+    data = {
+        "id": row.id, "session_id": row.session_id, "timestamp": row.timestamp, "kind": row.kind,
+        "role": row.role, "tool": row.tool, "cwd": row.cwd, "journal": row.path, "chars": row.chars,
+    }
+    if row.kind == "compaction":
+        data["tokens_before"] = row.tokens_before
+    return data
+
+
+def reread(conn: db.Connection, row: EntryRow, locations: Locations) -> str | None:
+    """The entry's unredacted text from its journal line, or None when the line is not the entry.
+
+    Nothing outside the journal folders is ever opened. The line must carry the requested id
+    and the stored fingerprint; otherwise the journal is queued for reindexing and the text
+    is unavailable, never another entry's.
+    """
+    if not locations.contains(Path(row.path)):
+        return None
+    try:
+        with open(row.path, "rb") as fh:
+            fh.seek(row.offset)
+            data = fh.read(row.length)
+    except OSError:
+        return None
+    item = None
+    if len(data) == row.length and journal.fingerprint(data) == row.fingerprint:
+        try:
+            item = journal.parse_line(data, row.line)
+        except journal.Malformed:
+            item = None
+    if not isinstance(item, journal.Entry) or item.id != row.id:
+        _queue_reindex(conn, row.file_id)
+        return None
+    return item.text
+
+
+def _queue_reindex(conn, file_id: int) -> None:
+    try:
+        store.queue_reindex(conn, file_id)
+    except db.OperationalError:
+        pass  # read-only or busy: the next pass's fingerprint checks find the change anyway
+
+
+def excerpt(text: str, terms: list[str], width: int = EXCERPT_CHARS) -> str:
+    """Redacted text around the first matching term, on one line, at most about `width` characters."""
+    if len(text) > WHOLE_REDACT_CHARS:
+        pos = _first_term(text, terms)
+        start = max(0, pos - EXCERPT_WINDOW // 2)
+        begin = text.rfind("-----BEGIN", 0, start)
+        if begin >= 0 and text.find("-----END", begin, start) < 0:
+            start = begin
+        start = text.rfind("\n", 0, start) + 1
+        end = text.find("\n", pos + EXCERPT_WINDOW // 2)
+        text = text[start:] if end < 0 else text[start:end]
+    clean = redact(text)
+    pos = _first_term(clean, terms) if terms else 0
+    lead = width // 3 if terms else 0
+    start = max(0, pos - lead)
+    if start:
+        space = clean.rfind(" ", max(0, start - 20), start)
+        start = space + 1 if space >= 0 else start
+    piece = clean[start:start + width]
+    if start + width < len(clean):
+        cut = piece.rfind(" ", width - 40)
+        piece = (piece[:cut] if cut > 0 else piece) + " …"
+    if start:
+        piece = "… " + piece
+    return " ".join(piece.split())
+
+
+# A secret that starts in the part of a text that is shown ends within this many characters.
+REDACT_MARGIN = 65_536
+
+
+def redacted_head(text: str, chars: int) -> str:
+    """The first `chars` characters of redact(text), without redacting all of a huge text.
+
+    The prefix redacted runs a margin past what is shown (to a line end), so a secret that
+    starts in the shown part is masked whole; a key block cut off there is masked too.
+    """
+    if len(text) <= chars + REDACT_MARGIN:
+        return redact(text)[:chars]
+    cut = text.find("\n", chars + REDACT_MARGIN)
+    return redact(text if cut < 0 else text[:cut])[:chars]
+
+
+def _first_term(text: str, terms: list[str]) -> int:
+    lowered = text.lower()
+    best = -1
+    for t in terms:
+        m = re.search(r"(?<![^\W_])" + re.escape(t), lowered)
+        if m and (best < 0 or m.start() < best):
+            best = m.start()
+    return max(best, 0)

@@ -1,0 +1,203 @@
+"""Scopes: which entries a caller may see, and every rule about them in one place.
+
+The scopes, narrowest first, are session, project and global. A caller is capped at a widest
+scope (`max_scope`: the agent's token at agent_max_scope, project by default); a request for
+a wider one is refused, never narrowed. Without a scope a caller gets project when allowed
+(`default_scope`). A project is the outermost folder above the caller's cwd that has sessions
+of its own (`project_root`, never home or above); the API takes the cwd from the caller or
+its journal (`project_cwd`). `resolve_scope` turns a request into a Scope, whose SQL predicate
+is the one rule that keeps other scopes' entries out.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from . import db, store
+from .errors import UserError
+
+SCOPES = ("session", "project", "global")
+
+
+def allowed(scope: str | None, max_scope: str) -> bool:
+    """Whether `scope` is a scope at most as wide as the cap `max_scope`."""
+    return scope in SCOPES and SCOPES.index(scope) <= SCOPES.index(max_scope)
+
+
+def offered(max_scope: str) -> list[str]:
+    """The scopes a caller capped at `max_scope` may choose from, narrowest first (a page's choices)."""
+    return [scope for scope in SCOPES if allowed(scope, max_scope)]
+
+
+def default_scope(max_scope: str) -> str:
+    """project when allowed, else the widest allowed (a default, never a narrowed request)."""
+    return "project" if allowed("project", max_scope) else max_scope
+
+
+def page_default_scope(max_scope: str) -> str:
+    """A page's scope when none is asked for: global for a reviewer who may see it, else `default_scope`."""
+    return "global" if max_scope == "global" else default_scope(max_scope)
+
+
+def checked_setting(name: str, value: object) -> str:
+    """A configured cap (e.g. agent_max_scope), or a UserError naming the setting `name`."""
+    if value not in SCOPES:
+        key = name.rpartition(".")[2]
+        raise UserError(f"{name} must be session, project or global (e.g. {key}: project), got {value!r}")
+    return str(value)
+
+
+def journal_cwd(conn: db.Connection, path: str) -> str | None:
+    """The project folder recorded in an indexed journal's header."""
+    row = conn.execute("SELECT cwd FROM files WHERE path = ?", (os.path.abspath(path),)).fetchone()
+    return row[0] if row else None
+
+
+def project_cwd(conn: db.Connection, cwd: str | None, journal: str | None) -> str:
+    """The folder whose project an API call searches: cwd, else its journal's header cwd; must be absolute."""
+    if cwd is None and journal is not None:
+        cwd = journal_cwd(conn, journal)
+    if cwd is not None and not os.path.isabs(cwd):
+        raise UserError(f"cwd must be an absolute folder (e.g. cwd=/home/u/Apps/prjct), got {cwd!r}")
+    if cwd is None:
+        raise UserError("scope 'project' needs cwd or journal (e.g. cwd=/home/u/Apps/prjct), "
+                        "or ask for scope=session with session_id")
+    return cwd
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which entries a request may see: one session, one project root, or everything."""
+
+    name: str
+    root: str | None = None
+    session_id: str | None = None
+    exact: bool = False
+
+    def predicate(self) -> tuple[str, list]:
+        """SQL over `files f` (and `e`) that keeps this scope's entries: the one scope rule."""
+        if self.name == "session":
+            return "e.file_id IN (SELECT id FROM files WHERE session_id = ?)", [self.session_id]
+        if self.name == "project":
+            if self.exact:
+                return "e.file_id IN (SELECT id FROM files WHERE cwd = ?)", [self.root]
+            return ("e.file_id IN (SELECT id FROM files WHERE cwd = ? OR cwd LIKE ? ESCAPE '\\')",
+                    [self.root, like_prefix(self.root)])
+        return "1", []
+
+    def term(self) -> str | None:
+        """The same rule as a term of the index (store.scope_terms), or None for global.
+
+        It narrows what FTS5 ranks to this scope's matches; the SQL predicate stays the rule.
+        """
+        if self.name == "session":
+            return store.scope_token("s", self.session_id)
+        if self.name == "project":
+            return store.scope_token("c" if self.exact else "p", self.root.rstrip("/") or "/")
+        return None
+
+    def as_json(self) -> dict:
+        return {"scope": self.name, "root": self.root if self.name == "project" else None}
+
+
+def like_prefix(root: str) -> str:
+    """`root/%` with LIKE's wildcards and the escape character escaped."""
+    escaped = root.rstrip("/").replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "/%"
+
+
+def project_root(conn: db.Connection, cwd: str, home: str | None = None) -> tuple[str, bool]:
+    """The outermost ancestor of cwd that has sessions of its own.
+
+    A direct child of home or of `/` counts only when it is the cwd itself, and home, its
+    ancestors and `/` never make a project of everything below them. Returns (root, exact).
+    """
+    cwd = os.path.normpath(cwd)
+    home = os.path.normpath(home or os.path.expanduser("~"))
+    if _home_or_above(cwd, home):
+        return cwd, True
+    chain = []
+    path = cwd
+    while True:
+        chain.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    candidates = []
+    for p in reversed(chain):
+        if _home_or_above(p, home):
+            continue
+        parent = os.path.dirname(p)
+        if parent in ("/", home) and p != cwd:
+            continue
+        candidates.append(p)
+    if not candidates:
+        return cwd, False
+    marks = ",".join("?" * len(candidates))
+    have = {r[0] for r in conn.execute(
+        f"SELECT DISTINCT cwd FROM files WHERE cwd IN ({marks})", candidates)}
+    for p in candidates:
+        if p in have:
+            return p, False
+    return cwd, False
+
+
+def _home_or_above(path: str, home: str) -> bool:
+    """Whether path is home, one of its ancestors or `/`: never a project root above the cwd."""
+    return path == "/" or path == home or home.startswith(path.rstrip("/") + "/")
+
+
+def resolve_scope(conn: db.Connection, scope: str | None, *, cwd: str | None = None,
+                  session_id: str | None = None, journal_path: str | None = None,
+                  max_scope: str = "global", home: str | None = None) -> Scope:
+    """Check a requested scope against the widest allowed and turn it into a Scope."""
+    scope = scope or "project"
+    if scope not in SCOPES:
+        raise UserError(f"unknown scope {scope!r}: use session, project or global (e.g. scope=project)")
+    if not allowed(scope, max_scope):
+        raise UserError(
+            f"scope {scope!r} is wider than allowed here: the widest is {max_scope!r} (e.g. scope={max_scope})"
+        )
+    if scope == "session":
+        current = session_of(conn, journal_path)
+        sid = session_id or current
+        if not sid:
+            raise UserError("scope 'session' needs a session id or a journal (e.g. --session 0b6e6f2c-...)")
+        if session_id and session_id != current and max_scope != "global":
+            _check_session_within(conn, session_id, current, cwd, max_scope, home)
+        return Scope("session", session_id=sid)
+    if scope == "project":
+        root, exact = project_root(conn, cwd or os.getcwd(), home)
+        return Scope("project", root=root, exact=exact)
+    return Scope("global")
+
+
+def _check_session_within(conn: db.Connection, session_id: str, current: str | None,
+                          cwd: str | None, max_scope: str, home: str | None) -> None:
+    """Under a cap, naming another session must not reach past the caller's own project."""
+    if max_scope == "session":
+        raise UserError(f"session {session_id} is not the current session, and the widest scope "
+                        "here is 'session' (e.g. omit the session id)")
+    if not cwd:
+        raise UserError("naming a session needs the current folder to check it belongs to this project "
+                        "(e.g. cwd=/home/u/Apps/prjct)")
+    root, exact = project_root(conn, cwd, home)
+    where, params = Scope("project", root=root, exact=exact).predicate()
+    where = where.replace("e.file_id IN", "id IN", 1)
+    inside = conn.execute(
+        f"SELECT 1 FROM files WHERE session_id = ? AND {where} LIMIT 1", [session_id, *params]
+    ).fetchone()
+    if not inside:
+        raise UserError(f"session {session_id} is not in this project ({root}), and the widest scope "
+                        f"here is {max_scope!r} (e.g. scope=project)")
+
+
+def session_of(conn: db.Connection, journal_path: str | None) -> str | None:
+    """The session of an indexed journal (the caller's current session), or None."""
+    if not journal_path:
+        return None
+    row = conn.execute("SELECT session_id FROM files WHERE path = ?",
+                       (os.path.abspath(journal_path),)).fetchone()
+    return row[0] if row else None
