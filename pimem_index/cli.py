@@ -16,7 +16,7 @@ from importlib.metadata import entry_points
 import click
 import orjson
 
-from . import __version__, db, forget, indexer, journal, lease, query, reading, requests, store
+from . import __version__, db, forget, indexer, journal, lease, query, parsing, requests, store
 from .errors import UserError
 from .locations import Locations, checked_journal, discover, resolve
 from .requests import ReadRequest, SearchRequest
@@ -260,7 +260,7 @@ def _watch_pass(conn, locations: Locations, journals, owner: str) -> str | None:
         if conn.in_transaction:
             with contextlib.suppress(db.DatabaseError):
                 conn.execute("ROLLBACK")
-        return reading.failure_reason(e)
+        return parsing.failure_reason(e)
     return None
 
 
@@ -339,11 +339,11 @@ def gc(locations: Locations, confirm, current, as_json):
         pimem gc
         pimem gc --confirm
     """
-    from . import gc as collector
+    from . import junk
 
     conn = open_index(locations, create=False)
     if not confirm:
-        data = collector.preview(conn, locations, current=current)
+        data = junk.preview(conn, locations, current=current)
         if as_json:
             emit_json(data)
             return
@@ -355,7 +355,7 @@ def gc(locations: Locations, confirm, current, as_json):
         if data["total_files"]:
             click.echo("Delete exactly these (unless they change) with: pimem gc --confirm")
         return
-    data = collector.confirm(conn, locations)
+    data = junk.confirm(conn, locations)
     if as_json:
         emit_json(data)
         return

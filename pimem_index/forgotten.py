@@ -166,7 +166,7 @@ FORGOTTEN_JOURNAL_COLUMNS = ", ".join(ForgottenJournal._fields)
 
 
 def journal_rows(conn: db.Connection) -> dict[str, ForgottenJournal]:
-    """Every forgotten journal the index knows, by its path key, for a pass to skip them (`reading.prepare`)."""
+    """Every forgotten journal the index knows, by its path key, for a pass to skip them (`parsing.prepare`)."""
     return {path_key: ForgottenJournal(*values) for path_key, *values in conn.execute(
         f"SELECT path_key, {FORGOTTEN_JOURNAL_COLUMNS} FROM forgotten_journals")}
 

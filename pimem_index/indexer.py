@@ -4,7 +4,7 @@ Each journal has a byte cursor. A pass reads complete lines after it, and every 
 transaction moves the cursor together with the rows it adds, so a killed indexer leaves
 a consistent index. A journal that shrank, was replaced, or whose first or last indexed
 line no longer matches its fingerprint is reindexed from byte 0. This module is the
-writing side; `reading` decides where each journal starts and parses it into batches.
+writing side; `parsing` decides where each journal starts and parses it into batches.
 
 Whatever goes wrong with one journal stays with it: it is skipped, recorded in
 journal_errors with a one-line reason (`pimem status`, the overview page) and retried later
@@ -24,11 +24,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from . import db, journal, lease, parsing, reading, store
+from . import db, journal, lease, workers, parsing, store
 from . import forgotten as forgotten_set
 from .forgotten import Forgotten
 from .locations import Locations, find_journals
-from .parsing import ParserStopped  # noqa: F401  (raised through index_all)
+from .workers import ParserStopped  # noqa: F401  (raised through index_all)
 from .settings import IndexSettings, or_default
 
 # How often a backfill renews its lease and publishes its progress.
@@ -106,7 +106,7 @@ def _journal_trouble(path: str) -> Iterator[None]:
     except Exception as e:
         if index_error(e):
             raise
-        raise JournalFailed(path, reading.failure_reason(e)) from e
+        raise JournalFailed(path, parsing.failure_reason(e)) from e
 
 
 def shown_path(path: str) -> str:
@@ -193,10 +193,10 @@ def index_journal(conn: db.Connection, path: str | Path, *,
     try:
         for _attempt in range(20):
             try:
-                work = reading.prepare(_file_row(conn, path), path, forgotten, forgotten_set.journal_row(conn, path))
+                work = parsing.prepare(_file_row(conn, path), path, forgotten, forgotten_set.journal_row(conn, path))
                 if work is not None:
                     with work:
-                        batches = parsing.in_thread(work.batches(settings=settings.for_parsing()),
+                        batches = workers.in_thread(work.batches(settings=settings.for_parsing()),
                                                     settings.ahead_text_bytes)
                         _apply(conn, work, batches, report, after_batch=settings.after_batch)
                 break
@@ -206,31 +206,31 @@ def index_journal(conn: db.Connection, path: str | Path, *,
     except Exception as e:
         if index_error(e):
             raise
-        failures.record(path, e.reason if isinstance(e, JournalFailed) else reading.failure_reason(e))
+        failures.record(path, e.reason if isinstance(e, JournalFailed) else parsing.failure_reason(e))
         report.failed += 1
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _file_row(conn: db.Connection, path: str) -> reading.FileRow | None:
+def _file_row(conn: db.Connection, path: str) -> parsing.FileRow | None:
     """What the index knows of one journal: its id, cursor, size, fingerprints..."""
-    row = conn.execute(f"SELECT {reading.FILE_COLUMNS} FROM files WHERE path = ?", (path,)).fetchone()
-    return reading.FileRow._make(row) if row else None
+    row = conn.execute(f"SELECT {parsing.FILE_COLUMNS} FROM files WHERE path = ?", (path,)).fetchone()
+    return parsing.FileRow._make(row) if row else None
 
 
-def _file_rows(conn: db.Connection) -> dict[str, reading.FileRow]:
+def _file_rows(conn: db.Connection) -> dict[str, parsing.FileRow]:
     """`_file_row` of every journal at once, for a pass to decide each journal's work from.
 
     The parsing side gets them as an argument and never opens the index (a parsing process
     may be forked, and a SQLite connection must not cross a fork). Rows only this pass
     changes, and another indexer's change meanwhile shows as a conflict when writing.
     """
-    return {path: reading.FileRow(*values)
-            for path, *values in conn.execute(f"SELECT path, {reading.FILE_COLUMNS} FROM files")}
+    return {path: parsing.FileRow(*values)
+            for path, *values in conn.execute(f"SELECT path, {parsing.FILE_COLUMNS} FROM files")}
 
 
-def _apply(conn: db.Connection, work: reading.Work, batches: Iterable["reading.Batch"], report: IndexReport,
-           commit_bytes: int = 0, after_batch: Callable[[reading.Batch], None] | None = None) -> None:
+def _apply(conn: db.Connection, work: parsing.Work, batches: Iterable["parsing.Batch"], report: IndexReport,
+           commit_bytes: int = 0, after_batch: Callable[[parsing.Batch], None] | None = None) -> None:
     """Write a journal's batches; raises _Conflict when another indexer moved it meanwhile.
 
     Each batch commits on its own (or joins the caller's transaction); with `commit_bytes`,
@@ -268,7 +268,7 @@ def _apply(conn: db.Connection, work: reading.Work, batches: Iterable["reading.B
             expected = (file_id, batch.end)
     if reset:
         with _journal_trouble(work.path):
-            _write_batch(conn, work.path, work.st, reading.Batch(start=0, end=0, lines=0, complete=True),
+            _write_batch(conn, work.path, work.st, parsing.Batch(start=0, end=0, lines=0, complete=True),
                          expected, True)
         report.reindexed += 1
         touched = True
@@ -321,9 +321,9 @@ def _touch(conn: db.Connection, file_id: int, st: os.stat_result, cursor: int) -
 
 def _from_processes(paths: list[Path], rows: dict[str, tuple], forgotten: Forgotten,
                     gone: dict[str, tuple], settings: IndexSettings) -> Iterator[tuple]:
-    """`reading.produce`'s items, parsed and redacted in processes beside this one (a bulk pass)."""
-    items = parsing.in_processes(reading.produce, paths, (rows, forgotten, gone, settings.for_parsing()),
-                                 processes=settings.processes or parsing.process_count(),
+    """`parsing.produce`'s items, parsed and redacted in processes beside this one (a bulk pass)."""
+    items = workers.in_processes(parsing.produce, paths, (rows, forgotten, gone, settings.for_parsing()),
+                                 processes=settings.processes or workers.process_count(),
                                  message_bytes=settings.message_text_bytes, ahead_bytes=settings.ahead_text_bytes,
                                  start_method=settings.start_method)
     try:
@@ -335,7 +335,7 @@ def _from_processes(paths: list[Path], rows: dict[str, tuple], forgotten: Forgot
         items.close()
 
 
-def _write_batch(conn, path: str, st: os.stat_result, batch: reading.Batch, expected, reset: bool) -> int:
+def _write_batch(conn, path: str, st: os.stat_result, batch: parsing.Batch, expected, reset: bool) -> int:
     """One short write transaction: rows, terms and the cursor move together. Returns the file id."""
     with db.write(conn):
         current = conn.execute("SELECT id, cursor FROM files WHERE path = ?", (path,)).fetchone()
@@ -403,11 +403,11 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: reading.Batch, expe
         return file_id
 
 
-INSERT_COLUMNS = ("rowid", "file_id", "session_id", *reading.EntryValues._fields)
-# Rows carry "" and reading.NO_INT for a missing value, turned into NULL here: binding None
+INSERT_COLUMNS = ("rowid", "file_id", "session_id", *parsing.EntryValues._fields)
+# Rows carry "" and parsing.NO_INT for a missing value, turned into NULL here: binding None
 # costs pysqlite3 about 2 us a value (a quarter of the entries' insert time).
 NULLABLE = {"session_id": "NULLIF(?, '')", "parent_id": "NULLIF(?, '')", "timestamp": "NULLIF(?, '')",
-            "role": "NULLIF(?, '')", "tool": "NULLIF(?, '')", "tokens_before": f"NULLIF(?, {reading.NO_INT})"}
+            "role": "NULLIF(?, '')", "tool": "NULLIF(?, '')", "tokens_before": f"NULLIF(?, {parsing.NO_INT})"}
 # Rows per multi-row INSERT: few statements (SQLite releases the GIL for each one, so the
 # parsing thread runs meanwhile; executemany would hand the GIL back and forth per row),
 # in a few fixed sizes so each statement is prepared once and then reused from the cache.
@@ -430,7 +430,7 @@ def _chunks(total: int) -> Iterator[tuple[int, int]]:
 
 
 def _insert_rows(conn: db.Connection, first: int, file_id: int, session_id: str | None,
-                 scope: str, batch: "reading.Batch") -> None:
+                 scope: str, batch: "parsing.Batch") -> None:
     """Insert a batch's entries and their terms.
 
     Beside a parsing thread, many rows go in each statement (SQLite releases the GIL once per
@@ -554,7 +554,7 @@ STEADY_MERGE = (4, 16)
 BULK_CACHE_KIB = 16_384
 
 
-def _pending_bytes(rows: dict[str, reading.FileRow], paths: list[Path],
+def _pending_bytes(rows: dict[str, parsing.FileRow], paths: list[Path],
                    gone: dict[str, forgotten_set.ForgottenJournal]) -> int:
     """Roughly how much journal a pass has ahead of it (a forgotten journal is never read)."""
     pending = 0
@@ -597,10 +597,10 @@ def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], f
     if bulk:
         items = _from_processes(paths, rows, forgotten, gone, settings)
     else:
-        items = parsing.in_thread(reading.produce(paths, rows, forgotten, gone, settings.for_parsing()),
+        items = workers.in_thread(parsing.produce(paths, rows, forgotten, gone, settings.for_parsing()),
                                   settings.ahead_text_bytes)
     try:
-        with parsing.collecting_rarely() if bulk else contextlib.nullcontext():
+        with workers.collecting_rarely() if bulk else contextlib.nullcontext():
             yield from _write_all(conn, items, forgotten, report, failures, settings)
     finally:
         items.close()  # stops the thread or the processes at once, however this pass ends
@@ -612,7 +612,7 @@ def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: Forgotten
 
     A journal that fails is recorded and skipped; a group it was in is written again without it.
     """
-    group: list[tuple[Path, reading.Work | None, list[reading.Batch]]] = []
+    group: list[tuple[Path, parsing.Work | None, list[parsing.Batch]]] = []
     group_bytes = 0
 
     def flush() -> Iterator[Path]:
@@ -658,7 +658,7 @@ def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: Forgotten
     yield from flush()
 
 
-def _write_group(conn: db.Connection, group: list[tuple[reading.Work, list[reading.Batch]]],
+def _write_group(conn: db.Connection, group: list[tuple[parsing.Work, list[parsing.Batch]]],
                  forgotten: Forgotten, report: IndexReport, failures: Failures, settings: IndexSettings) -> None:
     """Write small journals in one transaction. One that fails is recorded and the others are
     written again without it, as parsed; after a conflict each is done again on its own."""
@@ -688,7 +688,7 @@ def _failed(failures: Failures, error: JournalFailed, report: IndexReport) -> No
     report.failed += 1
 
 
-def _first_batches(items: Iterator[tuple], n: int) -> Iterator["reading.Batch"]:
+def _first_batches(items: Iterator[tuple], n: int) -> Iterator["parsing.Batch"]:
     """Up to n batches of the current journal; stops early at its end marker (consumed)."""
     for _ in range(n):
         kind, _path, batch = next(items)
@@ -697,7 +697,7 @@ def _first_batches(items: Iterator[tuple], n: int) -> Iterator["reading.Batch"]:
         yield batch
 
 
-def _until_end(items: Iterator[tuple]) -> Iterator["reading.Batch"]:
+def _until_end(items: Iterator[tuple]) -> Iterator["parsing.Batch"]:
     """The batches of the current journal, up to its end marker."""
     for kind, _path, batch in items:
         if kind == "end":

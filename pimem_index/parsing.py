@@ -1,363 +1,383 @@
-"""Where a backfill's journals are parsed and redacted: a thread, or processes beside the writer.
+"""What a pass reads from a journal: where it starts, and its complete lines in batches.
 
-The writer consumes one stream of items, `(kind, path, payload)`, in the order of the paths
-it asked for; each path's items end with a "skip" or an "end" item. Parsing elsewhere lets
-the writer spend its time in SQLite. A thread shares the GIL with the writer; processes do
-not, so a bulk backfill parses in one or more processes, each given a share of the journals.
+The parsing side of indexing, in a thread or in parsing processes (`workers`): it reads
+journals and the rows the writer handed over, parses, redacts, and never opens the index.
+A batch holds entry rows and redacted texts, ready for the writer to put in one transaction.
+Whatever goes wrong reading one journal (a malformed line is only counted) ends its batches
+with a failure batch saying why, so the writer records that journal and goes on with the others.
 """
 
 from __future__ import annotations
 
-import collections
-import gc
-import multiprocessing
+import dataclasses
 import os
-import pickle
-import signal
-import threading
 import time
-import traceback
-from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator, NamedTuple
 
-# How often the writer checks that a parsing process is alive, and a process its parent.
-POLL_SECONDS = 1.0
-# Pickled messages a process queues while one is being sent, in bytes: memory stays bounded
-# however the messages are sized (a large batch goes alone).
-QUEUED_BYTES = 8 * 1024 * 1024
-# The first message goes as soon as it holds this much text, so the writer starts early.
-FIRST_MESSAGE_BYTES = 256 * 1024
-# Parsing processes at most: two keep ahead of one writer (parsing costs about what writing does).
-MAX_PROCESSES = 2
-# Parsing processes run this much nicer than the writer.
-PARSER_NICENESS = 10
-# Garbage collection thresholds while items stream from parsers to the writer (`collecting_rarely`).
-RARE_GC_THRESHOLD = (100_000, 50, 100)
-ITEM_ENDS = ("skip", "end")
+from . import journal, store
+from .forgotten import Forgotten, ForgottenJournal
+from .redact import redact
+from .settings import IndexSettings, or_default
 
-Producer = Callable[..., Iterator[tuple]]  # produce(paths, *args)
-
-
-class ParserStopped(RuntimeError):
-    """A process parsing a backfill's journals ended without finishing (it was killed)."""
+# Journals are read in chunks of this size (a batch's size: settings.IndexSettings).
+CHUNK_BYTES = 4 * 1024 * 1024
+# A failure's reason is one line of at most this many characters.
+REASON_CHARS = 200
+# A longer line is counted malformed and skipped, never held in memory whole.
+MAX_LINE_BYTES = 256 * 1024 * 1024
+# A journal modified this recently may have changed again within the clock's granularity.
+RACY_SECONDS = 2.0
+# A row's missing integer; a missing text is "". The writer's INSERT turns both into NULL
+# (indexer.NULLABLE): pysqlite3 adapts every None it binds, at about 2 us each.
+NO_INT = -1
 
 
-def process_count() -> int:
-    """Parsing processes for a bulk pass: one per core this process may use, up to MAX_PROCESSES."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(MAX_PROCESSES, cores))
+class FileRow(NamedTuple):
+    """What the index knows of a journal when a pass starts (its files row): where reading stopped,
+    the file it was, and the fingerprints of its first and last indexed lines."""
+
+    id: int
+    cursor: int
+    lines: int
+    size: int
+    mtime: float | None
+    inode: int | None
+    head_length: int | None
+    head_fingerprint: int | None
+    tail_offset: int | None
+    tail_length: int | None
+    tail_fingerprint: int | None
+    needs_reindex: int
+    session_id: str | None
 
 
-def _start_method() -> str:
-    """Fork when this process runs one thread (ready in about 20 ms, with nothing to import
-    again); spawn otherwise (about 230 ms), since forking a process with threads can copy a lock
-    some other thread holds. A forked child must not use SQLite at all (a connection must not
-    cross a fork, and the writer's is open): producers get what they need as arguments."""
-    if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
-        return "fork"
-    return "spawn"
+FILE_COLUMNS = ", ".join(FileRow._fields)
 
 
-def text_bytes(item: tuple) -> int:
-    """Bytes of text an item carries to the term index (0 for items that are not batches)."""
-    return getattr(item[2], "text_bytes", 0)
+class EntryValues(NamedTuple):
+    """One entry as a batch carries it to the writer: its INSERT's values after rowid, file_id and
+    session_id (indexer.INSERT_COLUMNS), a missing text as "" and a missing integer as NO_INT."""
+
+    id: str
+    parent_id: str
+    timestamp: str
+    kind: str
+    role: str
+    tool: str
+    chars: int
+    line: int
+    offset: int
+    length: int
+    fingerprint: int
+    tokens_before: int
 
 
-def in_thread(items: Iterator[tuple], ahead_bytes: int) -> Iterator[tuple]:
-    """Run `items` (parsing and redacting) in a thread, up to `ahead_bytes` of text ahead.
+@dataclass
+class Batch:
+    """Lines parsed from one stretch of a journal, ready to write in one transaction."""
 
-    SQLite releases the GIL while it writes, so parsing overlaps the FTS5 inserts. The
-    budget is in bytes of text, so many small journals queue up while a few large batches
-    still bound memory.
+    start: int
+    end: int
+    lines: int
+    rows: list[EntryValues] = field(default_factory=list)
+    texts: list = field(default_factory=list)
+    malformed: int = 0
+    header: journal.Header | None = None
+    name: str | None = None
+    head: tuple[int, int] | None = None
+    tail: tuple[int, int, int] | None = None
+    last_timestamp: str | None = None
+    text_bytes: int = 0
+    # Every complete line of the journal, as it was opened, is in this batch or an earlier one.
+    complete: bool = False
+    # Parsed in another process: no thread here wants the GIL, so rows go one per step.
+    parsed_apart: bool = False
+    # Reading the journal failed here (why, in one line): the writer records it, writes no more of it.
+    failure: str | None = None
+
+
+def failure_reason(error: BaseException) -> str:
+    """An error as one redacted line, its type first, for journal_errors and stderr (a lone
+    surrogate, from a file name that is not UTF-8, written as \\udcNN)."""
+    text = str(error).strip().splitlines()
+    reason = f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+    return redact(reason[:REASON_CHARS].encode("utf-8", "backslashreplace").decode("utf-8"))
+
+
+def _line_after(fh, cursor: int, size: int, limit: int = 1024 * 1024) -> bool:
+    """Whether a complete line follows the cursor (looking at most `limit` bytes ahead).
+
+    An index written before batches said whether they read a journal to its end may hold
+    one stopped between two batches with its size and mtime recorded: this finds it.
     """
-    def size(item) -> int:  # an item of a pass, or a batch of one journal (1 at least: never free)
-        return getattr(item[2] if isinstance(item, tuple) else item, "text_bytes", 0) + 1
-
-    buffer = _BoundedQueue(ahead_bytes, size)
-    done = object()
-
-    def produce():
-        try:
-            for item in items:
-                if not buffer.put(item):
-                    return
-            buffer.put(done)
-        except BaseException as e:  # handed to the consumer, raised there
-            buffer.put(e)
-
-    worker = threading.Thread(target=produce, daemon=True, name="pimem-parse")
-    worker.start()
-    try:
-        while (item := buffer.get()) is not done:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        buffer.stop()
-        worker.join()
+    if cursor >= size:
+        return False
+    return b"\n" in _read_at(fh, cursor, min(limit, size - cursor))
 
 
-def in_processes(produce: Producer, paths: list[Path], args: tuple, *,
-                 processes: int, message_bytes: int, ahead_bytes: int,
-                 start_method: str | None = None) -> Iterator[tuple]:
-    """`produce(paths, *args)`'s items in path order, parsed in up to `processes` processes.
+def _read_at(fh, offset: int, length: int) -> bytes:
+    fh.seek(offset)
+    return fh.read(length)
 
-    The journals are shared out by size, each process parses its share in order, and items
-    are taken from the process that owns the next path. A process sends pickled lists of
-    items, about `message_bytes` of text each. Processes are started by `start_method`, by
-    default forked, or spawned when the caller has threads (`_start_method`); they exit when
-    this process dies, and are stopped when this generator is closed (the pass ended, Ctrl-C,
-    an error). Their errors are raised here as they are; a death raises ParserStopped, unless
-    a process died before it was ready: then the journals are parsed in a thread here instead
-    (`in_thread`).
+
+def _needs_reset(row: FileRow, st: os.stat_result, fh) -> bool:
+    """A shrunk, replaced or rewritten journal must be read again from byte 0."""
+    if row.needs_reindex or st.st_size < row.cursor:
+        return True
+    if row.inode is not None and row.inode != st.st_ino:
+        return True
+    if row.head_length is not None and (
+        journal.fingerprint(_read_at(fh, 0, row.head_length)) != row.head_fingerprint
+    ):
+        return True
+    if row.tail_length is not None and (
+        journal.fingerprint(_read_at(fh, row.tail_offset, row.tail_length)) != row.tail_fingerprint
+    ):
+        return True
+    return False
+
+
+@dataclass
+class Work:
+    """One journal's pending work, decided from its file and its row: where reading starts."""
+
+    path: str
+    row: FileRow | None
+    fh: object = None
+    st: os.stat_result | None = None
+    reset: bool = False
+    start: int = 0
+    start_line: int = 0
+    session_id: str | None = None
+    forgotten: Forgotten | None = None
+    missing: bool = False  # the journal is gone: its rows are removed
+    # The journal of a forgotten session: (session key, head length, head fingerprint) for
+    # its forgotten_journals row; nothing of it is read beyond its first line.
+    forget_as: tuple[str, int, int] | None = None
+    failure: str | None = None  # deciding its work failed (why): its one batch says so
+
+    def detached(self) -> "Work":
+        """What the writer needs (no open file, no forget list): a copy that pickles."""
+        return dataclasses.replace(self, fh=None, forgotten=None)
+
+    def batches(self, ramp: bool = False, settings: IndexSettings | None = None) -> Iterator["Batch"]:
+        """The journal's batches, sized by `settings`; with `ramp`, small ones first whatever its
+        size. The last is a failure batch if reading failed."""
+        if self.failure is not None:
+            return iter((Batch(start=self.start, end=self.start, lines=0, failure=self.failure),))
+        if self.missing or self.forget_as is not None:
+            return iter(())
+        return _failure_last(_batches(self.fh, self.start, self.start_line, self.st.st_size,
+                                      self.session_id, self.forgotten, or_default(settings), ramp), self.start)
+
+    def __enter__(self) -> "Work":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.fh is not None:
+            self.fh.close()
+
+
+def prepare(row: FileRow | None, path: str, forgotten: Forgotten,
+            gone: ForgottenJournal | None = None) -> Work | None:
+    """Decide what a journal needs from its file and its row; None when it is unchanged.
+
+    `gone` is the journal's forgotten_journals row (`forgotten.journal_rows`), if any: while the
+    file is that one and its session still forgotten, nothing is read past the first line.
     """
-    processes = max(1, min(processes, len(paths)))
-    owners = _share_out(paths, processes)
-    shares = [[p for p, o in zip(paths, owners) if o == k] for k in range(processes)]
-    streams: list[_Stream] = []
     try:
-        for share in shares:  # one by one, so those started are stopped if the next cannot be
-            streams.append(_Stream(produce, share, args, message_bytes, start_method or _start_method()))
-        started = all(stream.ready() for stream in streams)
-        if started:
-            for owner in owners:
-                stream = streams[owner]
-                while True:
-                    item = stream.next()
-                    yield item
-                    if item[0] in ITEM_ENDS:
-                        break
-            return
-    finally:
-        for stream in streams:
-            stream.close()
-    fallback = in_thread(produce(paths, *args), ahead_bytes)
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        return Work(path, row, missing=True) if row is not None else None
+    except OSError:
+        return None  # unreadable now (permissions, a vanished mount): kept as it is, tried next pass
+    st = os.fstat(fh.fileno())
+    if gone is not None and _still_forgotten(fh, st, gone, forgotten):
+        fh.close()
+        return None
+    work = Work(path, row, fh=fh, st=st, forgotten=forgotten)
+    if row is not None:
+        unchanged = st.st_size == row.size and st.st_mtime == row.mtime and row.inode == st.st_ino
+        if (unchanged and not row.needs_reindex and time.time() - st.st_mtime > RACY_SECONDS
+                and not _line_after(fh, row.cursor, st.st_size)):
+            fh.close()
+            return None
+        work.reset = _needs_reset(row, st, fh)
+        if not work.reset:
+            work.start, work.start_line, work.session_id = row.cursor, row.lines, row.session_id
+    if row is None or work.reset:
+        work.forget_as = forgotten_head(fh, forgotten)
+    return work
+
+
+def _still_forgotten(fh, st: os.stat_result, gone: ForgottenJournal, forgotten: Forgotten) -> bool:
+    """Whether the file is the forgotten journal recorded at its path (same inode, same first
+    line) and its session is still forgotten."""
+    if gone.session_key not in forgotten.session_keys or gone.inode != st.st_ino:
+        return False
+    head = _read_at(fh, 0, gone.head_length + 1)
+    return head[-1:] == b"\n" and journal.fingerprint(head[:-1]) == gone.head_fingerprint
+
+
+def forgotten_head(fh, forgotten: Forgotten) -> tuple[str, int, int] | None:
+    """(session key, length, fingerprint) of the first line when it is the header of a
+    forgotten session; reads that line only, and only when some session is forgotten."""
+    if not forgotten.sessions:
+        return None
+    fh.seek(0)
+    line = fh.readline(MAX_LINE_BYTES + 1)
+    if not line.endswith(b"\n"):
+        return None  # no complete first line yet: nothing of the journal is indexed either
+    line = line[:-1]
     try:
-        yield from fallback
-    finally:
-        fallback.close()
+        item = journal.parse_line(line, 1)
+    except journal.Malformed:
+        return None
+    if not isinstance(item, journal.Header) or item.session_id not in forgotten.sessions:
+        return None
+    return store.forgotten_key(item.session_id), len(line), journal.fingerprint(line)
 
 
-def _share_out(paths: list[Path], processes: int) -> list[int]:
-    """The process each path goes to: the least loaded so far, by bytes, so all keep pace."""
-    loads = [0] * processes
-    owners = []
-    for path in paths:
-        try:
-            size = path.stat().st_size
-        except OSError:
-            size = 0
-        owner = loads.index(min(loads))
-        loads[owner] += size + 1
-        owners.append(owner)
-    return owners
-
-
-class _Stream:
-    """One parsing process and the items it has sent that the writer has not taken yet."""
-
-    def __init__(self, produce: Producer, paths: list[Path], args: tuple, message_bytes: int,
-                 start_method: str) -> None:
-        ctx = multiprocessing.get_context(start_method)
-        self.receiver, sender = ctx.Pipe(duplex=False)
-        try:  # fewer, larger reads than the default 64 KiB pipe allows (Linux only)
-            import fcntl
-            fcntl.fcntl(self.receiver.fileno(), fcntl.F_SETPIPE_SZ, 1024 * 1024)
-        except (ImportError, AttributeError, OSError):
-            pass
-        self.items: collections.deque = collections.deque()
-        self.process = ctx.Process(
-            target=_child_main, name="pimem-parse", daemon=True,
-            args=(sender, produce, paths, args, os.getpid(), message_bytes))
-        try:
-            self.process.start()
-        finally:
-            sender.close()  # only the child writes: its end closing is how its death shows here
-
-    def ready(self) -> bool:
-        """Whether the process started (its first message); False if it could not."""
-        try:
-            self.items.extend(self._receive())
-        except ParserStopped:
-            return False
-        return bool(self.items) and self.items.popleft()[0] == "ready"
-
-    def next(self) -> tuple:
-        """The process's next item; its error raised, ParserStopped if it died."""
-        while not self.items:
-            self.items.extend(self._receive())
-        item = self.items.popleft()
-        if item[0] == "error":
-            raise item[2]
-        return item
-
-    def _receive(self) -> list:
-        """The next message; ParserStopped if the process died, never a wait on a dead one."""
-        while not self.receiver.poll(POLL_SECONDS):
-            if not self.process.is_alive() and not self.receiver.poll(0):
-                break
-        try:
-            data = self.receiver.recv_bytes()
-        except (EOFError, OSError):
-            self.process.join(1)
-            code = self.process.exitcode
-            how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
-            raise ParserStopped(
-                f"the process parsing journals (pid {self.process.pid}) stopped unexpectedly ({how}); "
-                "everything written so far is kept: run the command again to go on") from None
-        return pickle.loads(data)
-
-    def close(self) -> None:
-        self.receiver.close()
-        if self.process.is_alive():
-            self.process.terminate()
-        self.process.join(5)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join()
-        self.process.close()
-
-
-def _child_main(sender, produce: Producer, paths: list[Path], args: tuple, parent: int,
-                message_bytes: int) -> None:
-    """A parsing process: says it is ready, runs `produce`, sends its items in messages (a small first one).
-
-    A thread sends them, so parsing goes on while the writer is busy: up to QUEUED_BYTES
-    wait in a queue, besides the one being sent and the one being built.
-    """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the writer's to handle; it stops us
-    _return_large_blocks()
-    _yield_to_the_writer()
-    threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
-    outbox = _BoundedQueue(QUEUED_BYTES, lambda data: len(data or b"") + 1)
-
-    def send() -> None:
-        try:
-            while (data := outbox.get()) is not None:
-                sender.send_bytes(data)
-        except OSError:  # the writer is gone or stopped reading: nobody wants the rest
-            os._exit(0)
-
-    sending = threading.Thread(target=send, daemon=True)
-    sending.start()
-    outbox.put(pickle.dumps([("ready", None, None)]))
-    pending: list = []
-    pending_bytes = 0
-    limit = min(FIRST_MESSAGE_BYTES, message_bytes)
-    for item in _errors_as_items(produce(paths, *args)):
-        pending.append(item)
-        pending_bytes += text_bytes(item)
-        # Sent at once, not when the next item is parsed; a journal's last batch waits for
-        # its end item (next, with no parsing between), which the writer needs to go on.
-        if pending_bytes >= limit and not getattr(item[2], "complete", False):
-            outbox.put(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))
-            pending, pending_bytes, limit = [], 0, message_bytes
-    pending.append(("done", None, None))
-    outbox.put(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))
-    outbox.put(None)
-    sending.join()
-    sender.close()
-
-
-class _BoundedQueue:
-    """A queue between two threads bounded in bytes (`size` of each item): `put` waits while
-    it holds `limit` or more, so one item of any size always fits; `stop` releases a waiting
-    `put`, which then returns False."""
-
-    def __init__(self, limit: int, size: Callable[[object], int]) -> None:
-        self.limit = limit
-        self.size = size
-        self.queued: collections.deque = collections.deque()
-        self.bytes = 0
-        self.stopped = False
-        self.changed = threading.Condition()
-
-    def put(self, item) -> bool:
-        with self.changed:
-            while self.bytes >= self.limit and not self.stopped:
-                self.changed.wait()
-            if self.stopped:
-                return False
-            self.queued.append(item)
-            self.bytes += self.size(item)
-            self.changed.notify_all()
-            return True
-
-    def get(self):
-        with self.changed:
-            while not self.queued:
-                self.changed.wait()
-            item = self.queued.popleft()
-            self.bytes -= self.size(item)
-            self.changed.notify_all()
-            return item
-
-    def stop(self) -> None:
-        with self.changed:
-            self.stopped = True
-            self.changed.notify_all()
-
-
-def _errors_as_items(items: Iterator[tuple]) -> Iterator[tuple]:
-    """The items, then ("error", None, exception) if producing them failed, for the writer to raise."""
+def _failure_last(batches: Iterator[Batch], start: int) -> Iterator[Batch]:
+    """The batches, then, if reading them raised, a failure batch saying why instead of the error."""
     try:
-        yield from items
+        yield from batches
     except Exception as e:
-        e.add_note("(in the process parsing journals)\n" + "".join(traceback.format_exc()))
-        try:
-            pickle.loads(pickle.dumps(e))
-        except Exception:
-            e = RuntimeError(f"{type(e).__name__}: {e}")
-        yield ("error", None, e)
+        yield Batch(start=start, end=start, lines=0, failure=failure_reason(e))
 
 
-def _yield_to_the_writer() -> None:
-    """In a parsing process: run at a lower priority and collect garbage rarely.
+def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
+             forgotten: Forgotten, settings: IndexSettings, ramp: bool = False) -> Iterator[Batch]:
+    """Parse complete lines from `start` up to `size` in batches; an incomplete last line waits.
 
-    Two parsers and the writer share two cores; at equal priority the writer got two thirds
-    of one while both parsers ran, and waited for its own work.
+    A large journal's batches (or any journal's, with `ramp`) start small and grow.
     """
-    nice = getattr(os, "nice", None)
-    if nice is not None:
-        try:
-            nice(PARSER_NICENESS)
-        except OSError:
-            pass
-    gc.freeze()  # what the fork copied is never scanned (nor its pages touched)
-    gc.set_threshold(*RARE_GC_THRESHOLD)
+    batch_entries, batch_text_bytes = settings.batch_entries, settings.batch_text_bytes  # locals: read per line
+    state = _LineState(session_id, forgotten)
+    fh.seek(start)
+    offset = start
+    lineno = start_line
+    buffer = b""
+    buffer_offset = start
+    skipping = False
+    batch = Batch(start=start, end=start, lines=0)
+    yielded = False
+    share = settings.first_batch_share if ramp or size - start > settings.ramp_journal_bytes else 1
+    remaining = size - start
+    while remaining > 0:
+        chunk = fh.read(min(CHUNK_BYTES, remaining))
+        if not chunk:
+            break
+        remaining -= len(chunk)
+        data = buffer + chunk if buffer else chunk
+        base = buffer_offset
+        pos = 0
+        while True:
+            nl = data.find(b"\n", pos)
+            if nl < 0:
+                break
+            line = data[pos:nl]
+            line_offset = base + pos
+            pos = nl + 1
+            lineno += 1
+            offset = base + pos
+            if skipping:
+                skipping = False
+                batch.malformed += 1
+            else:
+                batch.text_bytes += _take_line(batch, line, line_offset, lineno, state)
+            batch.end = offset
+            batch.lines += 1
+            if len(batch.rows) * share >= batch_entries or batch.text_bytes * share >= batch_text_bytes:
+                yield batch
+                yielded = True
+                share = max(1, share // 2)
+                batch = Batch(start=offset, end=offset, lines=0)
+        buffer = data[pos:]
+        buffer_offset = base + pos
+        if len(buffer) > MAX_LINE_BYTES:
+            skipping = True
+            buffer = b""
+            buffer_offset = base + len(data)
+    if batch.lines or yielded:  # the last batch says the journal was read to its end, even empty
+        batch.complete = True
+        yield batch
 
 
-@contextmanager
-def collecting_rarely() -> Iterator[None]:
-    """Collect garbage rarely meanwhile: parsed items are many short-lived tuples and dicts with
-    no cycles worth collecting, and each collection they trigger walks everything alive."""
-    before = gc.get_threshold()
-    gc.set_threshold(*RARE_GC_THRESHOLD)
+@dataclass
+class _LineState:
+    """What a line's meaning depends on beyond itself: the session it belongs to."""
+
+    session_id: str | None
+    forgotten: Forgotten
+
+
+def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _LineState) -> int:
+    """Add one line to the batch; returns the bytes of text it adds to the term index."""
+    if lineno == 1:
+        batch.head = (len(line), journal.fingerprint(line))
+    fp = journal.fingerprint(line)
+    batch.tail = (offset, len(line), fp)
+    if not line.strip():
+        return 0
     try:
-        yield
-    finally:
-        gc.set_threshold(*before)
+        item = journal.parse_line(line, lineno)
+    except journal.Malformed:
+        batch.malformed += 1
+        return 0
+    if isinstance(item, journal.Entry):
+        if state.forgotten and state.forgotten.hides(state.session_id, item):
+            return 0
+        text = item.text
+        batch.rows.append(EntryValues(
+            item.id, item.parent_id or "", item.timestamp or "", item.kind, item.role or "",
+            item.tool or "", len(text), lineno, offset, len(line), fp,
+            NO_INT if item.tokens_before is None else item.tokens_before,
+        ))
+        redacted = redact(text) if text else ""
+        batch.texts.append(redacted)
+        if item.timestamp:
+            batch.last_timestamp = item.timestamp
+        return len(redacted)
+    if isinstance(item, journal.Header):
+        if batch.header is None or item.session_id:
+            batch.header = item
+        if item.session_id:
+            state.session_id = item.session_id
+    elif isinstance(item, journal.SessionName):
+        batch.name = item.name
+    return 0
 
 
-def _return_large_blocks() -> None:
-    """In a parsing process: give every freed block of 1 MiB or more back to the system (glibc).
+def produce(paths: list[Path], rows: dict[str, FileRow], forgotten: Forgotten,
+            gone: dict[str, ForgottenJournal] | None = None,
+            settings: IndexSettings | None = None) -> Iterator[tuple]:
+    """The parsing side of a backfill: ("skip"|"work"|"batch"|"end", path, payload) per journal.
 
-    Messages and chunks are a few MiB each; glibc's default raises its threshold to their
-    size and then keeps them in a heap that never shrinks, which costs tens of MiB of RSS.
+    Decides each journal's work from the rows the pass started with (`_file_rows`), so
+    parsing runs ahead across journals, not only within one, without opening the index
+    (`gone`: the forgotten journals, `forgotten.journal_rows`, keyed by their path's hash).
+    Runs in a thread or in parsing processes (`workers`); everything it yields pickles.
+    The first journal with work comes in small batches first, so writing starts early.
+    A journal that fails comes as its work and a failure batch; the others go on. Batches are
+    sized by `settings`.
     """
-    try:
-        import ctypes
-        ctypes.CDLL(None).mallopt(-3, 1024 * 1024)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass
-
-
-def _exit_when_orphaned(parent: int) -> None:
-    """In a parsing process: exit at once when the writer died (SIGKILL runs none of its cleanup)."""
-    while os.getppid() == parent:
-        time.sleep(POLL_SECONDS)
-    os._exit(1)
+    first = True
+    for path in paths:
+        path_str = os.path.abspath(path)
+        try:
+            work = prepare(rows.get(path_str), path_str, forgotten,
+                           gone.get(store.forgotten_key(path_str)) if gone else None)
+        except Exception as e:
+            work = Work(path_str, rows.get(path_str), failure=failure_reason(e))
+        if work is None:
+            yield ("skip", path, None)
+            continue
+        with work:
+            yield ("work", path, work.detached())
+            for batch in work.batches(ramp=first, settings=settings):
+                yield ("batch", path, batch)
+        first = False
+        yield ("end", path, None)

@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pimem_index import forgotten, indexer, journal, reading, store
+from pimem_index import forgotten, indexer, journal, parsing, store
 from pimem_index.cli import cli
 from pimem_index.indexer import index_all, index_journal
 from pimem_index.locations import resolve
@@ -513,7 +513,7 @@ def write_journal(folder: Path, lines: list[bytes], name: str = "hostile.jsonl")
 def test_the_batch_reader_reads_every_good_line_whatever_the_others_hold(lines):
     with tempfile.TemporaryDirectory() as folder:
         path = write_journal(Path(folder), lines)
-        with reading.prepare(None, str(path), forgotten.Forgotten()) as work:
+        with parsing.prepare(None, str(path), forgotten.Forgotten()) as work:
             batches = list(work.batches())
     assert [b.failure for b in batches] == [None] * len(batches)
     ids = [row[0] for b in batches for row in b.rows]

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from pimem_index import gc
+from pimem_index import junk
 from pimem_index.errors import UserError
 from pimem_index.indexer import index_all
 
@@ -57,7 +57,7 @@ def paths(items) -> set[str]:
 
 
 def test_preview_lists_junk_with_reasons_and_never_recent_or_current(conn, locations, journals):
-    data = gc.preview(conn, locations, current=str(journals["current"].path))
+    data = junk.preview(conn, locations, current=str(journals["current"].path))
     listed = {c["path"]: c["reason"] for c in data["candidates"]}
     assert set(listed) == {str(journals[k].path) for k in ("few_replies", "temporary", "no_user")}
     assert listed[str(journals["few_replies"].path)] == "got 1 reply"
@@ -72,15 +72,15 @@ def test_preview_lists_junk_with_reasons_and_never_recent_or_current(conn, locat
 
 
 def test_current_journal_is_a_candidate_only_when_not_named(conn, locations, journals):
-    assert str(journals["current"].path) in paths(gc.preview(conn, locations)["candidates"])
+    assert str(journals["current"].path) in paths(junk.preview(conn, locations)["candidates"])
 
 
 def test_confirm_deletes_exactly_the_unchanged_previewed_journals(conn, locations, journals, new_journal):
-    gc.preview(conn, locations, current=str(journals["current"].path))
+    junk.preview(conn, locations, current=str(journals["current"].path))
     grown = journals["few_replies"]
     grown.user("I came back to this session")
     unpreviewed = session(new_journal, "Apps/g", replies=0, word="junkfour")
-    result = gc.confirm(conn, locations)
+    result = junk.confirm(conn, locations)
     assert paths(result["deleted"]) == {str(journals["temporary"].path), str(journals["no_user"].path)}
     assert {s["path"]: s["skipped"] for s in result["skipped"]} == {str(grown.path): "changed since the preview"}
     assert not journals["temporary"].path.exists() and not journals["no_user"].path.exists()
@@ -97,27 +97,27 @@ def test_confirm_deletes_exactly_the_unchanged_previewed_journals(conn, location
 def test_confirm_without_a_preview_deletes_nothing(conn, locations, journals):
     index_all(conn, locations)
     with pytest.raises(UserError, match="run pimem gc first"):
-        gc.confirm(conn, locations)
+        junk.confirm(conn, locations)
     assert all(j.path.exists() for j in journals.values())
 
 
 def test_a_preview_is_used_once(conn, locations, journals):
-    gc.preview(conn, locations)
-    gc.confirm(conn, locations)
+    junk.preview(conn, locations)
+    junk.confirm(conn, locations)
     with pytest.raises(UserError, match="no preview"):
-        gc.confirm(conn, locations)
+        junk.confirm(conn, locations)
 
 
 def test_stale_preview_deletes_nothing(conn, locations, journals):
-    gc.preview(conn, locations)
+    junk.preview(conn, locations)
     with pytest.raises(UserError, match="minutes old"):
-        gc.confirm(conn, locations, now=time.time() + 2 * 3600)
+        junk.confirm(conn, locations, now=time.time() + 2 * 3600)
     assert all(j.path.exists() for j in journals.values())
 
 
 def test_preview_file_is_private(conn, locations, journals):
-    gc.preview(conn, locations)
-    path = locations.memory_dir / gc.PREVIEW_FILE
+    junk.preview(conn, locations)
+    path = locations.memory_dir / junk.PREVIEW_FILE
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert oct(locations.memory_dir.stat().st_mode & 0o777) == "0o700"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pimem_index import parsing
+from pimem_index import workers
 
 
 def numbered(paths: list[Path], *args) -> object:
@@ -52,7 +52,7 @@ def parsed_by(paths: list[Path], *args) -> object:
 def parsers(paths: list[Path], processes: int) -> list[list[Path]]:
     """The journals each parsing process parsed, in the order the processes took their first one."""
     shares: dict[int, list[Path]] = {}
-    for kind, path, pid in parsing.in_processes(parsed_by, paths, (), processes=processes,
+    for kind, path, pid in workers.in_processes(parsed_by, paths, (), processes=processes,
                                                 message_bytes=1, ahead_bytes=1):
         if kind == "work":
             shares.setdefault(pid, []).append(path)
@@ -69,7 +69,7 @@ def test_journals_are_shared_out_by_size_so_each_process_keeps_pace(tmp_path):
 @pytest.mark.parametrize("processes", [1, 2, 3])
 def test_items_come_back_in_path_order_however_many_processes_parse(tmp_path, processes):
     paths = journals(tmp_path, [500, 20, 20, 300, 20, 20, 20])
-    items = list(parsing.in_processes(numbered, paths, (), processes=processes,
+    items = list(workers.in_processes(numbered, paths, (), processes=processes,
                                       message_bytes=1, ahead_bytes=1))
     assert [(kind, path) for kind, path, _ in items] == [
         (kind, path) for path in paths for kind in ("work", "batch", "end")]
@@ -82,7 +82,7 @@ def test_an_error_in_a_parsing_process_is_raised_in_the_writer_after_the_journal
     broken.write_bytes(b"x")
     seen = []
     with pytest.raises(ValueError, match="cannot parse broken") as raised:
-        for _kind, path, _ in parsing.in_processes(numbered, [*paths, broken], (),
+        for _kind, path, _ in workers.in_processes(numbered, [*paths, broken], (),
                                                    processes=2, message_bytes=1, ahead_bytes=1):
             seen.append(path)
     assert set(seen) == set(paths) and broken not in seen
@@ -110,7 +110,7 @@ def test_a_process_with_one_thread_forks_its_parsers_and_one_with_threads_spawns
     paths = journals(tmp_path, [30, 30, 30])
 
     def copies_of_the_writer() -> list[bool]:
-        items = parsing.in_processes(inherited, paths, (), processes=2, message_bytes=1, ahead_bytes=1)
+        items = workers.in_processes(inherited, paths, (), processes=2, message_bytes=1, ahead_bytes=1)
         return [seen for kind, _path, seen in items if kind == "work"]
 
     assert threading.active_count() == 1
@@ -140,7 +140,7 @@ def taken_by_the_writer(produce, paths: list[Path], args: tuple = (), *, message
     the writer took."""
     taken = multiprocessing.get_context("fork").Value("i", 0)
     items = []
-    for item in parsing.in_processes(produce, paths, (taken, *args), processes=1, message_bytes=message_bytes,
+    for item in workers.in_processes(produce, paths, (taken, *args), processes=1, message_bytes=message_bytes,
                                      ahead_bytes=1, start_method="fork"):
         items.append(item)
         taken.value += 1
@@ -165,7 +165,7 @@ def a_long_journal(paths: list[Path], taken, first: int) -> object:
 
 
 def test_the_first_message_is_small_so_writing_starts_early_and_the_rest_are_full(tmp_path):
-    first = -(-parsing.FIRST_MESSAGE_BYTES // 100_000)  # batches of 100 KB filling the first message
+    first = -(-workers.FIRST_MESSAGE_BYTES // 100_000)  # batches of 100 KB filling the first message
     items = taken_by_the_writer(a_long_journal, journals(tmp_path, [10]), (first,), message_bytes=1_000_000)
     took = {batch.n: batch.took for kind, _path, batch in items if kind == "batch"}
     assert took[first + 1] is True, "the writer had the first batches while the next one was parsed"
@@ -185,7 +185,7 @@ def test_parsing_processes_run_nicer_than_the_writer(tmp_path):
     if writer >= 19:
         pytest.skip("the tests run at the lowest priority already: nothing can be nicer")
     paths = journals(tmp_path, [10, 10])
-    items = list(parsing.in_processes(niceness, paths, (), processes=2, message_bytes=1, ahead_bytes=1))
+    items = list(workers.in_processes(niceness, paths, (), processes=2, message_bytes=1, ahead_bytes=1))
     seen = [payload for kind, _path, payload in items if kind == "work"]
     assert len(seen) == 2 and all(nice > writer for nice in seen)
     assert os.nice(0) == writer  # the writer itself is left as it was
@@ -204,7 +204,7 @@ def test_a_full_message_goes_at_once_not_when_the_next_item_is_parsed(tmp_path):
     writer_has_it = multiprocessing.get_context("fork").Event()
     paths = journals(tmp_path, [10])
     batches = []
-    for kind, _path, batch in parsing.in_processes(a_batch_then_a_wait, paths, (writer_has_it,), processes=1,
+    for kind, _path, batch in workers.in_processes(a_batch_then_a_wait, paths, (writer_has_it,), processes=1,
                                                    message_bytes=1_000_000, ahead_bytes=1, start_method="fork"):
         if kind == "batch":
             batches.append(batch)
@@ -237,7 +237,7 @@ def test_a_journals_last_batch_travels_with_its_end_item(tmp_path):
 
 
 def test_a_bounded_queue_takes_one_item_of_any_size_then_waits_until_it_is_taken():
-    queue = parsing._BoundedQueue(10, len)
+    queue = workers._BoundedQueue(10, len)
     assert queue.put(b"x" * 50)  # over the limit, but the queue was empty
     results = []
     waiting = threading.Thread(target=lambda: results.append(queue.put(b"y")))
@@ -250,7 +250,7 @@ def test_a_bounded_queue_takes_one_item_of_any_size_then_waits_until_it_is_taken
 
 
 def test_a_stopped_bounded_queue_releases_a_waiting_put_which_adds_nothing():
-    queue = parsing._BoundedQueue(10, len)
+    queue = workers._BoundedQueue(10, len)
     queue.put(b"x" * 10)
     results = []
     waiting = threading.Thread(target=lambda: results.append(queue.put(b"y")))
