@@ -26,8 +26,9 @@ def call(conn, locations: Locations, action: str, args: dict, max_scope: str) ->
     """
     if action == "status":
         data = query.status(conn, locations)
-        if max_scope != "global":  # a failed journal's path names its project
+        if max_scope != "global":  # a failed journal's path, or a link's, names its project
             data["journals_failed"] = []
+            data["journals_outside"] = []
         return data
     journal = checked_journal(locations, args.get("journal"))
     if journal is not None:

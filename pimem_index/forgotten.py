@@ -89,6 +89,8 @@ def load(memory_dir: Path | None = None) -> Forgotten:
                 rec = orjson.loads(raw)
             except orjson.JSONDecodeError:
                 continue
+            if not _decision(rec):
+                continue  # a line edited by hand into something else: never a reason to stop a pass
             k = _key(rec)
             if rec.get("action") == "forget":
                 active[k] = rec
@@ -106,6 +108,13 @@ def load(memory_dir: Path | None = None) -> Forgotten:
     state.entry_sessions = {s for s, _ in state.entries}
     _cache[str(path)] = (key, state)
     return state
+
+
+def _decision(rec) -> bool:
+    """Whether a decisions-file line is a forget or unforget record pimem could have written."""
+    return (isinstance(rec, dict) and rec.get("action") in ("forget", "unforget")
+            and isinstance(rec.get("session_id"), str) and isinstance(rec.get("entry_id"), (str, type(None)))
+            and isinstance(rec.get("text_fingerprint"), (int, type(None))))
 
 
 def _key(rec: dict) -> tuple:

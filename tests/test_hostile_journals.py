@@ -293,6 +293,26 @@ async def test_the_overview_page_lists_failed_journals_for_root_only(locations, 
         await ds.invoke_shutdown()
 
 
+@pytest.mark.asyncio
+async def test_the_api_lists_links_outside_the_journal_folders_for_root_only(locations, conn, sessions_dir,
+                                                                            new_journal, tmp_path, token):
+    new_journal().user("a good one")
+    outside = tmp_path / "elsewhere" / "x.jsonl"
+    outside.parent.mkdir()
+    outside.write_text("{}\n")
+    (sessions_dir / "link.jsonl").symlink_to(outside)
+    index_all(conn, locations)
+    ds = make_datasette(locations)
+    await ds.invoke_startup()
+    try:
+        status = await ds.client.get("/-/pi-memory/api/status", **bearer(token))
+        assert status.status_code == 200 and status.json()["journals_outside"] == []  # a path names a project
+        root_status = await ds.client.get("/-/pi-memory/api/status", actor={"id": "root"})
+        assert root_status.json()["journals_outside"] == [str(sessions_dir / "link.jsonl")]
+    finally:
+        await ds.invoke_shutdown()
+
+
 # ---- the watch loop goes on ---------------------------------------------------------------
 
 
@@ -562,3 +582,24 @@ def test_a_pass_in_parsing_processes_indexes_every_good_line_whatever_the_others
         agent_dir, lines):
     watch = index_hostile(lines, "processes")
     assert set(watch.parsed_apart) == {True}  # parsed in processes, not in a thread
+
+
+def test_a_hand_edited_decisions_file_never_stops_a_pass_and_its_valid_decisions_hold(
+        locations, conn, new_journal, agent_dir):
+    gone = new_journal("Apps/gone")
+    gone.user("okapi that stays forgotten")
+    kept = new_journal("Apps/kept")
+    kept.user("okapi that stays searchable")
+    decisions = agent_dir / "pi-memory" / "forgotten.jsonl"
+    decisions.parent.mkdir(parents=True, exist_ok=True)
+    decisions.write_text("\n".join([
+        "[1]", '"forget"', "null",
+        '{"action": "forget", "session_id": ["not", "an", "id"]}',
+        '{"action": "forget", "session_id": "x", "entry_id": 7}',
+        json.dumps({"action": "forget", "session_id": gone.session_id, "entry_id": None, "at": "2026-01-01"}),
+    ]) + "\n")
+    result = CliRunner().invoke(cli, ["index", "--json"])
+    assert result.exit_code == 0, result.output
+    indexed = {row[0] for row in conn.execute("SELECT session_id FROM files")}
+    assert kept.session_id in indexed
+    assert gone.session_id not in indexed
