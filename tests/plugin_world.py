@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 from datasette_test import Datasette
 
-from datasette_pi_memory.serve import ensure_secret
+from datasette_pi_memory.serve import ensure_secret, metadata_and_config
 from datasette_pi_memory.state import PLUGIN
 
 HERON = "heron pipeline deploy notes"
@@ -23,6 +23,14 @@ def make_datasette(locations, plugin_config=None, **kwargs) -> Datasette:
     ds = Datasette([str(locations.db_path)], secret=ensure_secret(locations),
                    plugin_config={PLUGIN: config}, **kwargs)
     ds.root_enabled = True  # what `pimem serve` gets from Datasette's --root
+    return ds
+
+
+def pimem_serve_datasette(locations) -> Datasette:
+    """A Datasette with exactly the configuration and metadata `pimem serve` uses (root enabled)."""
+    metadata, config = metadata_and_config(locations, "history", background_index=False)
+    ds = Datasette([str(locations.db_path)], secret=ensure_secret(locations), config=config, metadata=metadata)
+    ds.root_enabled = True
     return ds
 
 

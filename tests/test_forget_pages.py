@@ -5,22 +5,17 @@ from __future__ import annotations
 import pytest
 import pytest_asyncio
 from click.testing import CliRunner
-from datasette_test import Datasette
 
 from pimem_index.cli import cli
 
-from datasette_pi_memory.serve import ensure_secret, metadata_and_config
 
-from plugin_world import ROOT
+from plugin_world import ROOT, pimem_serve_datasette
 
 
 @pytest_asyncio.fixture
 async def ds(locations, forgotten_session):
     """A Datasette configured exactly as `pimem serve` configures it, after the forget."""
-    metadata, config = metadata_and_config(locations, "history", background_index=False)
-    datasette = Datasette([str(locations.db_path)], secret=ensure_secret(locations), config=config,
-                          metadata=metadata)
-    datasette.root_enabled = True
+    datasette = pimem_serve_datasette(locations)
     await datasette.invoke_startup()
     yield datasette
     await datasette.invoke_shutdown()

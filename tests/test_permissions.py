@@ -41,6 +41,17 @@ def pages(world) -> list[str]:
             f"/-/pi-memory/sessions/{world['b'].session_id}"]
 
 
+async def assert_every_page_refuses(ds, world, **request) -> list:
+    """Every page answers 403 to this request and shows nothing of the other project; the replies."""
+    replies = []
+    for path in pages(world):
+        res = await ds.client.get(path, **request)
+        assert res.status_code == 403, (path, res.status_code)
+        assert not shows_the_other_project(res.text, world), path
+        replies.append(res)
+    return replies
+
+
 async def started(datasette):
     await datasette.invoke_startup()
     return datasette
@@ -53,11 +64,8 @@ async def started(datasette):
 async def test_the_agent_token_is_refused_on_every_page_and_pointed_at_the_api(locations, named_world, token):
     ds = await started(make_datasette(locations))
     try:
-        for path in pages(named_world):
-            res = await ds.client.get(path, **bearer(token))
-            assert res.status_code == 403, (path, res.status_code)
-            assert "/-/pi-memory/api/" in res.text, path
-            assert not shows_the_other_project(res.text, named_world), path
+        for res in await assert_every_page_refuses(ds, named_world, **bearer(token)):
+            assert "/-/pi-memory/api/" in res.text
         own = await ds.client.get(api_path("search", named_world, q="heron"), **bearer(token))
         assert own.status_code == 200 and own.json()["results"]
     finally:
@@ -68,10 +76,7 @@ async def test_the_agent_token_is_refused_on_every_page_and_pointed_at_the_api(l
 async def test_the_agent_actor_is_refused_on_pages_even_without_a_token(locations, named_world):
     ds = await started(make_datasette(locations))
     try:
-        for path in pages(named_world):
-            res = await ds.client.get(path, actor={"id": "pi-agent"})
-            assert res.status_code == 403, path
-            assert not shows_the_other_project(res.text, named_world), path
+        await assert_every_page_refuses(ds, named_world, actor={"id": "pi-agent"})
         own = await ds.client.get(api_path("read", named_world), actor={"id": "pi-agent"})
         assert own.json()["status"] == "ok" and HERON in own.json()["text"]
     finally:
@@ -82,10 +87,7 @@ async def test_the_agent_actor_is_refused_on_pages_even_without_a_token(location
 async def test_a_session_capped_agent_is_refused_on_every_page(locations, named_world, token):
     ds = await started(make_datasette(locations, {"agent_max_scope": "session"}))
     try:
-        for path in pages(named_world):
-            res = await ds.client.get(path, **bearer(token))
-            assert res.status_code == 403, path
-            assert not shows_the_other_project(res.text, named_world), path
+        await assert_every_page_refuses(ds, named_world, **bearer(token))
         own = await ds.client.get(api_path("search", named_world, scope="session", journal=str(named_world["a"].path)),
                                   **bearer(token))
         assert own.status_code == 200 and own.json()["results"]
@@ -97,10 +99,8 @@ async def test_a_session_capped_agent_is_refused_on_every_page(locations, named_
 async def test_a_session_capped_person_is_refused_on_pages_but_not_the_api(locations, named_world):
     ds = await started(make_datasette(locations, {"max_scope": "session"}, permissions={ACTION: {"id": "alice"}}))
     try:
-        for path in pages(named_world):
-            res = await ds.client.get(path, actor=ALICE)
-            assert res.status_code == 403, path
-            assert "session" in res.text and not shows_the_other_project(res.text, named_world), path
+        for res in await assert_every_page_refuses(ds, named_world, actor=ALICE):
+            assert "session" in res.text
         own = await ds.client.get(api_path("search", named_world, scope="session", journal=str(named_world["a"].path)),
                                   actor=ALICE)
         assert own.status_code == 200 and own.json()["results"]

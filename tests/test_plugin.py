@@ -22,7 +22,7 @@ from pimem_index.indexer import index_all
 from datasette_pi_memory.serve import ensure_secret
 from datasette_pi_memory.state import ACTION, PLUGIN
 from pijournal import Journal
-from plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette
+from plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette, pimem_serve_datasette
 
 CANARY = "CANARY-7f3e9b-outside-the-journal-folders"
 API = ("search", "read", "summaries", "status")
@@ -568,12 +568,7 @@ async def test_background_indexing_defaults_to_instances_serving_the_index(locat
 @pytest_asyncio.fixture
 async def served_like_pimem_serve(locations, world):
     """A Datasette with exactly the configuration and metadata `pimem serve` uses."""
-    from datasette_pi_memory.serve import metadata_and_config
-
-    metadata, config = metadata_and_config(locations, "history", background_index=False)
-    datasette = Datasette([str(locations.db_path)], secret=ensure_secret(locations), config=config,
-                          metadata=metadata)
-    datasette.root_enabled = True
+    datasette = pimem_serve_datasette(locations)
     await datasette.invoke_startup()
     yield datasette
     await datasette.invoke_shutdown()
