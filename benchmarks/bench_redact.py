@@ -72,7 +72,9 @@ def _prose(r: random.Random) -> str:
     for _ in range(r.randint(1, 12)):
         words = [r.choice(PROSE_WORDS) for _ in range(r.randint(6, 24))]
         if r.random() < 0.2:
-            words.insert(r.randrange(len(words)), "`" + r.choice(["pimem_index/db.py", "tests/", "--json", "git status"]) + "`")
+            words.insert(
+                r.randrange(len(words)), "`" + r.choice(["pimem_index/db.py", "tests/", "--json", "git status"]) + "`"
+            )
         sentences.append(" ".join(words).capitalize() + ".")
     return " ".join(sentences)
 
@@ -82,13 +84,19 @@ def _shell(r: random.Random) -> str:
     lines = []
     if kind == 0:
         for _ in range(r.randint(5, 200)):
-            lines.append(f"-rw-r--r-- 1 user user {r.randint(10, 99999):6d} Dec  2 16:14 {_rand(r, r.randint(3, 14)).lower()}.py")
+            lines.append(
+                f"-rw-r--r-- 1 user user {r.randint(10, 99999):6d} Dec  2 16:14 {_rand(r, r.randint(3, 14)).lower()}.py"
+            )
     elif kind == 1:
         for _ in range(r.randint(5, 100)):
-            lines.append(f"commit {_rand(r, 40, HEX)}\nAuthor: Dev <dev@example.com>\nDate:   Tue Dec 2 16:14:00 2025\n\n    {_prose(r)[:70]}\n")
+            lines.append(
+                f"commit {_rand(r, 40, HEX)}\nAuthor: Dev <dev@example.com>\nDate:   Tue Dec 2 16:14:00 2025\n\n    {_prose(r)[:70]}\n"
+            )
     elif kind == 2:
         for _ in range(r.randint(5, 150)):
-            lines.append(f"tests/test_{_rand(r, 8).lower()}.py::test_{_rand(r, 12).lower()} PASSED [{r.randint(0, 100):3d}%]")
+            lines.append(
+                f"tests/test_{_rand(r, 8).lower()}.py::test_{_rand(r, 12).lower()} PASSED [{r.randint(0, 100):3d}%]"
+            )
     else:
         for _ in range(r.randint(5, 80)):
             lines.append(
@@ -105,9 +113,18 @@ def _json(r: random.Random) -> str:
         '"arguments":{"command":"ls -la"}}],"usage":{"input":%d,"output":%d,"cacheRead":%d,'
         '"totalTokens":%d},"stopReason":"toolUse"},"session":"%s-%s-%s-%s-%s"}'
         % (
-            _rand(r, 8, HEX), _rand(r, 8, HEX), _rand(r, 24), r.randint(1, 9999), r.randint(1, 999),
-            r.randint(0, 99999), r.randint(1, 99999), _rand(r, 8, HEX), _rand(r, 4, HEX),
-            _rand(r, 4, HEX), _rand(r, 4, HEX), _rand(r, 12, HEX),
+            _rand(r, 8, HEX),
+            _rand(r, 8, HEX),
+            _rand(r, 24),
+            r.randint(1, 9999),
+            r.randint(1, 999),
+            r.randint(0, 99999),
+            r.randint(1, 99999),
+            _rand(r, 8, HEX),
+            _rand(r, 4, HEX),
+            _rand(r, 4, HEX),
+            _rand(r, 4, HEX),
+            _rand(r, 12, HEX),
         )
     )
 

@@ -84,6 +84,7 @@ class TextPool:
 
     def __init__(self, code_budget: int = 24 * MB, prose_budget: int = 8 * MB):
         t0 = time.perf_counter()
+
         # The pool does not depend on the corpus seed. Files are taken in the order of a hash
         # of their path, so a file added to the machine shifts the selection only a little.
         def order(paths: list[str]) -> list[str]:
@@ -91,7 +92,9 @@ class TextPool:
 
         code_paths = order(self._candidates(POOL_ROOTS_CODE, CODE_EXT))
         # docs from the Python tree are prose too
-        prose_paths = order(self._candidates(POOL_ROOTS_PROSE, PROSE_EXT) + self._candidates(POOL_ROOTS_CODE, {".txt", ".rst", ".md"}))
+        prose_paths = order(
+            self._candidates(POOL_ROOTS_PROSE, PROSE_EXT) + self._candidates(POOL_ROOTS_CODE, {".txt", ".rst", ".md"})
+        )
         self.code = self._load(code_paths, code_budget)
         self.prose = self._load(prose_paths, prose_budget)
         if not self.code or not self.prose:  # a bare machine: fall back to this file
@@ -183,7 +186,9 @@ class TextPool:
 
     def lower_blob(self) -> str:
         if self._lower_blob is None:
-            self._lower_blob = "\n".join(t for _, t in self.code + self.prose).lower() + "\n".join(self.sentences).lower()
+            self._lower_blob = (
+                "\n".join(t for _, t in self.code + self.prose).lower() + "\n".join(self.sentences).lower()
+            )
         return self._lower_blob
 
     # windows of text ----------------------------------------------------------
@@ -309,13 +314,17 @@ def make_secret(rng: random.Random, kind: str) -> tuple[str, str]:
         value = _rand(rng, ALNUM, 40)
         return f"curl -H 'Authorization: Bearer {value}' https://api.example.com/v1/me", value
     if kind == "jwt":
+
         def seg(obj: dict) -> str:
             return base64.urlsafe_b64encode(orjson.dumps(obj)).decode().rstrip("=")
-        value = ".".join([
-            seg({"alg": "HS256", "typ": "JWT"}),
-            seg({"sub": _rand(rng, string.digits, 10), "name": "u", "iat": 1760000000, "n": _rand(rng, ALNUM, 12)}),
-            base64.urlsafe_b64encode(rng.randbytes(32)).decode().rstrip("="),
-        ])
+
+        value = ".".join(
+            [
+                seg({"alg": "HS256", "typ": "JWT"}),
+                seg({"sub": _rand(rng, string.digits, 10), "name": "u", "iat": 1760000000, "n": _rand(rng, ALNUM, 12)}),
+                base64.urlsafe_b64encode(rng.randbytes(32)).decode().rstrip("="),
+            ]
+        )
         return f"session cookie: token={value}; Path=/; HttpOnly", value
     if kind == "pem":
         body = base64.b64encode(rng.randbytes(600)).decode()
@@ -330,14 +339,33 @@ def make_secret(rng: random.Random, kind: str) -> tuple[str, str]:
         value = _rand(rng, ALNUM, 16)
         return f"curl -u admin:{value} https://ci.example.com/api/json", value
     if kind == "slack_token":
-        value = "xo" + "xb-" + _rand(rng, string.digits, 12) + "-" + _rand(rng, string.digits, 12) + "-" + _rand(rng, ALNUM, 24)
+        value = (
+            "xo"
+            + "xb-"
+            + _rand(rng, string.digits, 12)
+            + "-"
+            + _rand(rng, string.digits, 12)
+            + "-"
+            + _rand(rng, ALNUM, 24)
+        )
         return f"SLACK_BOT_TOKEN={value}", value
     raise ValueError(kind)
 
 
 SECRET_KINDS = [
-    "github_token", "github_pat", "anthropic_key", "openai_key", "aws_key_id", "password_kv",
-    "api_key_json", "bearer", "jwt", "pem", "url_userinfo", "curl_u", "slack_token",
+    "github_token",
+    "github_pat",
+    "anthropic_key",
+    "openai_key",
+    "aws_key_id",
+    "password_kv",
+    "api_key_json",
+    "bearer",
+    "jwt",
+    "pem",
+    "url_userinfo",
+    "curl_u",
+    "slack_token",
 ]
 
 
@@ -376,31 +404,60 @@ MODELS = [
     ("google", "google-generative-ai", "gemini-2.5-pro"),
 ]
 USER_ASKS = [
-    "fix the failing test in {p}", "why does {p} raise on empty input?", "refactor {p} so it streams",
-    "add a --json flag to the CLI", "the login bug is back, look at {p}", "write tests for {p}",
-    "explain what {p} does", "make the build pass", "rename the helper in {p} and update callers",
-    "can you check the logs and tell me what went wrong", "review my last commit", "speed up {p}",
-    "the migration fails on postgres, see {p}", "update the README for the new flags",
+    "fix the failing test in {p}",
+    "why does {p} raise on empty input?",
+    "refactor {p} so it streams",
+    "add a --json flag to the CLI",
+    "the login bug is back, look at {p}",
+    "write tests for {p}",
+    "explain what {p} does",
+    "make the build pass",
+    "rename the helper in {p} and update callers",
+    "can you check the logs and tell me what went wrong",
+    "review my last commit",
+    "speed up {p}",
+    "the migration fails on postgres, see {p}",
+    "update the README for the new flags",
 ]
 BASH_CMDS = [
-    "ls -la {d}", "git status", "git log --oneline -20", "git diff {p}", "python -m pytest -x -q",
-    "python -m pytest {p} -q", "grep -rn \"{w}\" {d}", "rg -n {w} {d}", "cat {p}", "wc -l {p}",
-    "npm test", "npm run build 2>&1 | tail -50", "make lint", "head -100 {p}", "find {d} -name '*.py' | head -40",
-    "cargo build 2>&1 | tail -40", "docker compose logs --tail 200 api", "sed -n '1,120p' {p}",
+    "ls -la {d}",
+    "git status",
+    "git log --oneline -20",
+    "git diff {p}",
+    "python -m pytest -x -q",
+    "python -m pytest {p} -q",
+    'grep -rn "{w}" {d}',
+    "rg -n {w} {d}",
+    "cat {p}",
+    "wc -l {p}",
+    "npm test",
+    "npm run build 2>&1 | tail -50",
+    "make lint",
+    "head -100 {p}",
+    "find {d} -name '*.py' | head -40",
+    "cargo build 2>&1 | tail -40",
+    "docker compose logs --tail 200 api",
+    "sed -n '1,120p' {p}",
 ]
 
 
 def iso(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
-KIND_OF_ROLE = {"user": "user", "assistant": "assistant", "toolResult": "tool_result", "bashExecution": "bash", "custom": "custom"}
+KIND_OF_ROLE = {
+    "user": "user",
+    "assistant": "assistant",
+    "toolResult": "tool_result",
+    "bashExecution": "bash",
+    "custom": "custom",
+}
 
 
 class Session:
     """Writes one journal, line by line, and records its entries for the manifest."""
 
-    def __init__(self, g: "Generator", index: int, cwd: str, start_ms: int, target: int, version: int):
+    def __init__(self, g: Generator, index: int, cwd: str, start_ms: int, target: int, version: int):
         self.g = g
         self.rng = random.Random(g.seed * 1_000_003 + index)
         self.cwd = cwd
@@ -482,7 +539,9 @@ class Session:
         """Add any pending needle/secret meant for this kind of entry to `text`."""
         rest = []
         for want, item, after in self.pending_plants:
-            if self.size >= after and (want == kind or (want == "any" and kind in ("user", "assistant", "tool_result"))):
+            if self.size >= after and (
+                want == kind or (want == "any" and kind in ("user", "assistant", "tool_result"))
+            ):
                 text = self.g.insert_plant(self, item, text, kind)
             else:
                 rest.append((want, item, after))
@@ -502,7 +561,9 @@ class Session:
             h["modelId"] = self.model[2]
             h["thinkingLevel"] = self.rng.choice(["off", "low", "medium", "high"])
         elif self.rng.random() < 0.04:
-            h["parentSession"] = f"/home/u/.pi/agent/sessions/{encode_cwd(self.cwd)}/older_{uuid.UUID(int=self.rng.getrandbits(128))}.jsonl"
+            h["parentSession"] = (
+                f"/home/u/.pi/agent/sessions/{encode_cwd(self.cwd)}/older_{uuid.UUID(int=self.rng.getrandbits(128))}.jsonl"
+            )
         self.emit(h)
 
     def user(self) -> None:
@@ -521,7 +582,13 @@ class Session:
         else:
             content = [{"type": "text", "text": ask}]
             if rng.random() < self.g.image_rate:
-                content.append({"type": "image", "data": self.g.bytes.b64_slice(rng, rng.randint(20_000, 400_000)), "mimeType": "image/png"})
+                content.append(
+                    {
+                        "type": "image",
+                        "data": self.g.bytes.b64_slice(rng, rng.randint(20_000, 400_000)),
+                        "mimeType": "image/png",
+                    }
+                )
                 self.g.images += 1
         obj = self.entry("message", message={"role": "user", "content": content, "timestamp": msg_ms})
         eid = self.emit(obj, "user", len(ask))
@@ -535,8 +602,13 @@ class Session:
         u = {"input": inp, "output": out_tokens, "cacheRead": cr, "cacheWrite": cw}
         if self.version >= 3:
             u["totalTokens"] = inp + out_tokens + cr + cw
-        u["cost"] = {"input": round(inp * 3e-6, 6), "output": round(out_tokens * 15e-6, 6), "cacheRead": round(cr * 3e-7, 6),
-                     "cacheWrite": round(cw * 3.75e-6, 6), "total": round(inp * 3e-6 + out_tokens * 15e-6 + cr * 3e-7 + cw * 3.75e-6, 6)}
+        u["cost"] = {
+            "input": round(inp * 3e-6, 6),
+            "output": round(out_tokens * 15e-6, 6),
+            "cacheRead": round(cr * 3e-7, 6),
+            "cacheWrite": round(cw * 3.75e-6, 6),
+            "total": round(inp * 3e-6 + out_tokens * 15e-6 + cr * 3e-7 + cw * 3.75e-6, 6),
+        }
         return u
 
     def assistant(self, tool_calls: list[dict]) -> None:
@@ -545,25 +617,48 @@ class Session:
         n_text = 0
         if self.model[0] in ("anthropic", "openai") and rng.random() < 0.7:
             if rng.random() < 0.03:
-                content.append({"type": "thinking", "thinking": "[Reasoning redacted]",
-                                "thinkingSignature": self.g.bytes.b64_slice(rng, rng.randint(2000, 12000)), "redacted": True})
+                content.append(
+                    {
+                        "type": "thinking",
+                        "thinking": "[Reasoning redacted]",
+                        "thinkingSignature": self.g.bytes.b64_slice(rng, rng.randint(2000, 12000)),
+                        "redacted": True,
+                    }
+                )
             else:
                 th = self.plant("thinking", self.g.pool.prose_text(rng, rng.randint(1, 10)))
-                content.append({"type": "thinking", "thinking": th,
-                                "thinkingSignature": self.g.bytes.b64_slice(rng, rng.randint(1200, 9000))})
+                content.append(
+                    {
+                        "type": "thinking",
+                        "thinking": th,
+                        "thinkingSignature": self.g.bytes.b64_slice(rng, rng.randint(1200, 9000)),
+                    }
+                )
                 n_text += len(th)
         if not tool_calls or rng.random() < 0.6:
             tx = self.g.pool.prose_text(rng, rng.randint(1, 8))
             if not tool_calls and rng.random() < 0.3:
-                tx += "\n\n```python\n" + TextPool.window(self.g.pool.code_doc(rng)[1], rng, rng.randint(200, 3000)) + "\n```"
+                tx += (
+                    "\n\n```python\n"
+                    + TextPool.window(self.g.pool.code_doc(rng)[1], rng, rng.randint(200, 3000))
+                    + "\n```"
+                )
             tx = self.plant("assistant", tx)
             content.append({"type": "text", "text": tx})
             n_text += len(tx)
         for tc in tool_calls:
             content.append(tc)
             n_text += len(orjson.dumps(tc["arguments"]))
-        msg = {"role": "assistant", "content": content, "api": self.model[1], "provider": self.model[0], "model": self.model[2],
-               "usage": self.usage(rng.randint(20, 4000)), "stopReason": "toolUse" if tool_calls else "stop", "timestamp": self.ms}
+        msg = {
+            "role": "assistant",
+            "content": content,
+            "api": self.model[1],
+            "provider": self.model[0],
+            "model": self.model[2],
+            "usage": self.usage(rng.randint(20, 4000)),
+            "stopReason": "toolUse" if tool_calls else "stop",
+            "timestamp": self.ms,
+        }
         if not tool_calls and rng.random() < 0.01:
             msg["stopReason"] = "error"
             msg["errorMessage"] = "overloaded_error: Overloaded"
@@ -584,7 +679,13 @@ class Session:
                 path = path.rsplit(".", 1)[0] + ".png"
                 args = {"path": path}
                 text = "Read image file [image/png]"
-                images = [{"type": "image", "data": self.g.bytes.b64_slice(rng, rng.randint(30_000, 500_000)), "mimeType": "image/png"}]
+                images = [
+                    {
+                        "type": "image",
+                        "data": self.g.bytes.b64_slice(rng, rng.randint(30_000, 500_000)),
+                        "mimeType": "image/png",
+                    }
+                ]
                 self.g.images += 1
             else:
                 size = min(int(rng.lognormvariate(7.95, 1.1)), 50_000)
@@ -625,7 +726,11 @@ class Session:
             args = {"path": path, "oldText": old, "newText": new}
             text = f"Successfully replaced text in {path}."
             if rng.random() < 0.8:
-                details = {"diff": "\n".join("-" + ln for ln in old.split("\n")[:40]) + "\n" + "\n".join("+" + ln for ln in new.split("\n")[:40])}
+                details = {
+                    "diff": "\n".join("-" + ln for ln in old.split("\n")[:40])
+                    + "\n"
+                    + "\n".join("+" + ln for ln in new.split("\n")[:40])
+                }
             self.modified_files.append(path)
             name = "edit"
             if rng.random() < 0.05:
@@ -644,8 +749,13 @@ class Session:
         text = self.plant("tool_result", text)  # its placements belong to the result entry
         deferred, self.last_placements = self.last_placements, outer
         call = {"type": "toolCall", "id": call_id, "name": name, "arguments": args}
-        result = {"role": "toolResult", "toolCallId": call_id, "toolName": name,
-                  "content": [{"type": "text", "text": text}] + images, "isError": is_error}
+        result = {
+            "role": "toolResult",
+            "toolCallId": call_id,
+            "toolName": name,
+            "content": [{"type": "text", "text": text}] + images,
+            "isError": is_error,
+        }
         if details:
             result["details"] = details
         result["_placements"] = deferred
@@ -663,8 +773,15 @@ class Session:
         cmd = rng.choice(BASH_CMDS).format(p=path, d=path.rsplit("/", 1)[0], w=rng.choice(self.g.pool.words))
         out = TextPool.window(doc, rng, min(int(rng.lognormvariate(7.0, 1.4)), 50_000))
         out = self.plant("bash", out)
-        msg = {"role": "bashExecution", "command": cmd, "output": out, "exitCode": rng.choice([0, 0, 0, 0, 1]),
-               "cancelled": False, "truncated": len(out) >= 49_000, "timestamp": self.ms}
+        msg = {
+            "role": "bashExecution",
+            "command": cmd,
+            "output": out,
+            "exitCode": rng.choice([0, 0, 0, 0, 1]),
+            "cancelled": False,
+            "truncated": len(out) >= 49_000,
+            "timestamp": self.ms,
+        }
         if msg["truncated"]:
             msg["fullOutputPath"] = f"/tmp/pi-bash-{_rand(rng, string.hexdigits.lower(), 8)}.log"
         if rng.random() < 0.1:
@@ -677,7 +794,12 @@ class Session:
         if self.version == 1:
             return
         content: object = text if rng.random() < 0.6 else [{"type": "text", "text": text}]
-        obj = self.entry("custom_message", customType=rng.choice(["reminder", "plan-mode", "todo"]), content=content, display=rng.random() < 0.8)
+        obj = self.entry(
+            "custom_message",
+            customType=rng.choice(["reminder", "plan-mode", "todo"]),
+            content=content,
+            display=rng.random() < 0.8,
+        )
         if rng.random() < 0.3:
             obj["details"] = {"source": "extension", "count": rng.randint(1, 9)}
         self.emit(obj, "custom", len(text))
@@ -694,7 +816,8 @@ class Session:
         sections = [
             "## Goal\n" + pool.prose_text(rng, 2),
             "## Constraints & Preferences\n- " + "\n- ".join(pool.prose_text(rng, 1) for _ in range(rng.randint(1, 4))),
-            "## Progress\n### Done\n- [x] " + "\n- [x] ".join(pool.prose_text(rng, 1) for _ in range(rng.randint(2, 8))),
+            "## Progress\n### Done\n- [x] "
+            + "\n- [x] ".join(pool.prose_text(rng, 1) for _ in range(rng.randint(2, 8))),
             "### In Progress\n- [ ] " + pool.prose_text(rng, 1),
             "## Key Decisions\n- **" + rng.choice(pool.words) + "**: " + pool.prose_text(rng, 2),
             "## Next Steps\n1. " + "\n2. ".join(pool.prose_text(rng, 1) for _ in range(rng.randint(1, 4))),
@@ -703,13 +826,18 @@ class Session:
         summary = self.plant("compaction", "\n\n".join(sections))
         fields: dict = {"summary": summary}
         if self.version >= 3:
-            back = self.all_ids[-rng.randint(2, min(40, len(self.all_ids))) :] if len(self.all_ids) > 2 else self.all_ids
+            back = (
+                self.all_ids[-rng.randint(2, min(40, len(self.all_ids))) :] if len(self.all_ids) > 2 else self.all_ids
+            )
             fields["firstKeptEntryId"] = back[0] if back else None
         else:
             fields["firstKeptEntryIndex"] = max(1, self.lines - rng.randint(2, 40))
         fields["tokensBefore"] = rng.randint(100_000, 195_000)
         if self.version >= 3 and rng.random() < 0.8:
-            fields["details"] = {"readFiles": sorted(set(self.read_files[-30:])), "modifiedFiles": sorted(set(self.modified_files[-20:]))}
+            fields["details"] = {
+                "readFiles": sorted(set(self.read_files[-30:])),
+                "modifiedFiles": sorted(set(self.modified_files[-20:])),
+            }
             fields["fromHook"] = False
         self.emit(self.entry("compaction", **fields), "compaction", len(summary))
         self.since_compaction = 0
@@ -720,7 +848,11 @@ class Session:
             return
         from_id = self.leaf
         branch_point = self.user_ids[rng.randrange(len(self.user_ids) - 1)]
-        summary = self.plant("branch_summary", "The user explored a different conversation branch before returning here.\nSummary of that exploration:\n\n" + self.g.pool.prose_text(rng, rng.randint(2, 10)))
+        summary = self.plant(
+            "branch_summary",
+            "The user explored a different conversation branch before returning here.\nSummary of that exploration:\n\n"
+            + self.g.pool.prose_text(rng, rng.randint(2, 10)),
+        )
         obj = self.entry("branch_summary", parent=branch_point, fromId=from_id, summary=summary)
         if rng.random() < 0.5:
             obj["details"] = {"readFiles": sorted(set(self.read_files[-5:])), "modifiedFiles": []}
@@ -734,17 +866,34 @@ class Session:
             self.model = m
             self.emit(self.entry("model_change", provider=m[0], modelId=m[2]))
         elif r < 0.5:
-            self.emit(self.entry("thinking_level_change", thinkingLevel=rng.choice(["off", "minimal", "low", "medium", "high"])))
+            self.emit(
+                self.entry(
+                    "thinking_level_change", thinkingLevel=rng.choice(["off", "minimal", "low", "medium", "high"])
+                )
+            )
         elif self.version >= 3 and r < 0.65 and self.all_ids:
             obj = self.entry("label", targetId=rng.choice(self.all_ids[-50:]))
             if rng.random() < 0.85:
                 obj["label"] = rng.choice(["checkpoint", "good state", "before refactor", "bug repro"])
             self.emit(obj)
         elif self.version >= 3 and r < 0.8:
-            self.emit(self.entry("session_info", name=rng.choice(["fix login", "refactor db layer", "release prep", "perf work", "docs"])))
+            self.emit(
+                self.entry(
+                    "session_info",
+                    name=rng.choice(["fix login", "refactor db layer", "release prep", "perf work", "docs"]),
+                )
+            )
         elif self.version >= 3:
-            self.emit(self.entry("custom", customType=rng.choice(["todo-state", "plan-mode", "git-checkpoint"]),
-                                 data={"items": [rng.choice(self.g.pool.words) for _ in range(rng.randint(0, 6))], "n": rng.randint(0, 99)}))
+            self.emit(
+                self.entry(
+                    "custom",
+                    customType=rng.choice(["todo-state", "plan-mode", "git-checkpoint"]),
+                    data={
+                        "items": [rng.choice(self.g.pool.words) for _ in range(rng.randint(0, 6))],
+                        "n": rng.randint(0, 99),
+                    },
+                )
+            )
 
     # the whole session -------------------------------------------------------
     def build(self) -> None:
@@ -805,13 +954,27 @@ class Session:
                 self.compaction()
             elif want == "branch_summary":
                 if len(self.user_ids) < 3:
-                    self.user(); self.assistant([]); self.user(); self.assistant([]); self.user()
+                    self.user()
+                    self.assistant([])
+                    self.user()
+                    self.assistant([])
+                    self.user()
                 self.branch_summary()
 
 
 # --------------------------------------------------------------------------- generator
 
-NEEDLE_KINDS = ["user", "assistant", "thinking", "tool_result", "tool_call", "bash", "custom", "compaction", "branch_summary"]
+NEEDLE_KINDS = [
+    "user",
+    "assistant",
+    "thinking",
+    "tool_result",
+    "tool_call",
+    "bash",
+    "custom",
+    "compaction",
+    "branch_summary",
+]
 
 
 class Generator:
@@ -869,11 +1032,17 @@ class Generator:
     def insert_plant(self, session: Session, item: object, text: str, kind: str) -> str:
         """Put a needle word or a secret into `text` and record where it went."""
         rng = session.rng
-        placement = {"session_id": session.session_id, "journal": session.rel, "cwd": session.cwd,
-                     "kind": kind if kind not in ("thinking", "tool_call") else "assistant",
-                     "field": kind, "version": session.version,
-                     # the entry id is the id of the entry about to be emitted
-                     "entry_id": None, "line": session.lines + 1 if kind not in ("tool_result",) else None}
+        placement = {
+            "session_id": session.session_id,
+            "journal": session.rel,
+            "cwd": session.cwd,
+            "kind": kind if kind not in ("thinking", "tool_call") else "assistant",
+            "field": kind,
+            "version": session.version,
+            # the entry id is the id of the entry about to be emitted
+            "entry_id": None,
+            "line": session.lines + 1 if kind not in ("tool_result",) else None,
+        }
         if isinstance(item, dict) and item.get("_secret"):
             snippet = item["text"]
             item["placement"] = placement
@@ -887,10 +1056,15 @@ class Generator:
         else:
             word = item  # a needle
             placement["word"] = word
-            snippet = rng.choice([
-                f"the {word} flag is what broke it", f"we should call it {word} from now on",
-                f"{word}", f"ERROR {word}: connection reset", f"see {word}() in the handler",
-            ])
+            snippet = rng.choice(
+                [
+                    f"the {word} flag is what broke it",
+                    f"we should call it {word} from now on",
+                    f"{word}",
+                    f"ERROR {word}: connection reset",
+                    f"see {word}() in the handler",
+                ]
+            )
             self.needles[word]["placements"].append(placement)
         if kind == "tool_call" or len(text) < 200 or rng.random() < 0.3:
             pos = len(text)
@@ -967,9 +1141,19 @@ class Generator:
             sess.pending_plants = [(want, item, int(rng.random() * 0.9 * sizes[i])) for want, item in plan[i]]
             sess.build()
             self.close(sess.rel)
-            files.append({"journal": sess.rel, "session_id": sess.session_id, "cwd": sess.cwd, "version": sess.version,
-                          "bytes": sess.size, "lines": sess.lines, "start": iso(starts[i]), "end": iso(sess.ms),
-                          "entries": sess.kinds})
+            files.append(
+                {
+                    "journal": sess.rel,
+                    "session_id": sess.session_id,
+                    "cwd": sess.cwd,
+                    "version": sess.version,
+                    "bytes": sess.size,
+                    "lines": sess.lines,
+                    "start": iso(starts[i]),
+                    "end": iso(sess.ms),
+                    "entries": sess.kinds,
+                }
+            )
             for k, v in sess.kinds.items():
                 kinds_total[k] = kinds_total.get(k, 0) + v
             for k, v in sess.types.items():
@@ -984,18 +1168,44 @@ class Generator:
         secrets = []
         for s in self.secrets:
             p = s.get("placement") or {}
-            secrets.append({"secret_kind": s["secret_kind"], "value": s["value"], "probes": s["probes"],
-                            **{k: p.get(k) for k in ("session_id", "journal", "cwd", "entry_id", "kind", "field", "line", "version")}})
+            secrets.append(
+                {
+                    "secret_kind": s["secret_kind"],
+                    "value": s["value"],
+                    "probes": s["probes"],
+                    **{
+                        k: p.get(k)
+                        for k in ("session_id", "journal", "cwd", "entry_id", "kind", "field", "line", "version")
+                    },
+                }
+            )
         seconds = time.perf_counter() - t0
         manifest = {
-            "generator": "benchmarks/corpus.py", "corpus_version": CORPUS_VERSION, "seed": self.seed, "size_requested": self.size, "now": iso(self.now_ms),
-            "bytes": total_bytes, "files_count": len(files), "seconds": round(seconds, 2),
-            "text_pool": {"digest": self.pool.digest, "code_bytes": self.pool.code_bytes, "prose_bytes": self.pool.prose_bytes,
-                          "code_docs": len(self.pool.code), "prose_docs": len(self.pool.prose), "seconds": round(self.pool.seconds, 2)},
-            "entries_by_kind": kinds_total, "lines_by_type": types_total,
-            "indexable_chars_estimate": indexable, "images": self.images,
-            "projects": roots, "quirks": self.quirks,
-            "needles": list(self.needles.values()), "secrets": secrets, "files": files,
+            "generator": "benchmarks/corpus.py",
+            "corpus_version": CORPUS_VERSION,
+            "seed": self.seed,
+            "size_requested": self.size,
+            "now": iso(self.now_ms),
+            "bytes": total_bytes,
+            "files_count": len(files),
+            "seconds": round(seconds, 2),
+            "text_pool": {
+                "digest": self.pool.digest,
+                "code_bytes": self.pool.code_bytes,
+                "prose_bytes": self.pool.prose_bytes,
+                "code_docs": len(self.pool.code),
+                "prose_docs": len(self.pool.prose),
+                "seconds": round(self.pool.seconds, 2),
+            },
+            "entries_by_kind": kinds_total,
+            "lines_by_type": types_total,
+            "indexable_chars_estimate": indexable,
+            "images": self.images,
+            "projects": roots,
+            "quirks": self.quirks,
+            "needles": list(self.needles.values()),
+            "secrets": secrets,
+            "files": files,
         }
         (self.outdir / "manifest.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
         return manifest
@@ -1029,11 +1239,13 @@ def verify(outdir: str | os.PathLike) -> list[str]:
 
 
 def today_ms() -> int:
-    d = dt.datetime.now(dt.timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    d = dt.datetime.now(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     return int(d.timestamp() * 1000)
 
 
-def generate(outdir: str | os.PathLike, size_bytes: int | str, seed: int = 1, now: str | None = None, clean: bool = True) -> dict:
+def generate(
+    outdir: str | os.PathLike, size_bytes: int | str, seed: int = 1, now: str | None = None, clean: bool = True
+) -> dict:
     """Write a corpus of about `size_bytes` of journals to `outdir`; returns the manifest."""
     out = Path(outdir)
     if clean and out.exists():
@@ -1043,7 +1255,13 @@ def generate(outdir: str | os.PathLike, size_bytes: int | str, seed: int = 1, no
             elif child.name == "manifest.json":
                 child.unlink()
     out.mkdir(parents=True, exist_ok=True)
-    now_ms = today_ms() if now is None else int(dt.datetime.fromisoformat(now.replace("Z", "+00:00")).replace(tzinfo=dt.timezone.utc).timestamp() * 1000)
+    now_ms = (
+        today_ms()
+        if now is None
+        else int(
+            dt.datetime.fromisoformat(now.replace("Z", "+00:00")).replace(tzinfo=dt.UTC).timestamp() * 1000
+        )
+    )
     return Generator(out, parse_size(size_bytes), seed, now_ms).generate()
 
 
@@ -1060,10 +1278,12 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(problems) or "ok")
         return 1 if problems else 0
     m = generate(args.outdir, args.size, args.seed, args.now)
-    print(f"{m['files_count']} journals, {m['bytes'] / MB:.1f} MB in {m['seconds']:.1f} s "
-          f"({m['bytes'] / MB / max(m['seconds'], 1e-9):.1f} MB/s); text pool {m['text_pool']['code_docs'] + m['text_pool']['prose_docs']} docs "
-          f"in {m['text_pool']['seconds']:.1f} s; entries {m['entries_by_kind']}; needles {len(m['needles'])}, secrets {len(m['secrets'])}; "
-          f"indexable ~{m['indexable_chars_estimate'] / max(m['bytes'], 1):.0%} of bytes")
+    print(
+        f"{m['files_count']} journals, {m['bytes'] / MB:.1f} MB in {m['seconds']:.1f} s "
+        f"({m['bytes'] / MB / max(m['seconds'], 1e-9):.1f} MB/s); text pool {m['text_pool']['code_docs'] + m['text_pool']['prose_docs']} docs "
+        f"in {m['text_pool']['seconds']:.1f} s; entries {m['entries_by_kind']}; needles {len(m['needles'])}, secrets {len(m['secrets'])}; "
+        f"indexable ~{m['indexable_chars_estimate'] / max(m['bytes'], 1):.0%} of bytes"
+    )
     return 0
 
 

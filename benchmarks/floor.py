@@ -54,7 +54,9 @@ def _fallback_extractor():
                     out.append(str(b.get("name") or ""))
                     args = b.get("arguments")
                     if isinstance(args, dict):
-                        out.extend(f"{k}: {v if isinstance(v, str) else orjson.dumps(v).decode()}" for k, v in args.items())
+                        out.extend(
+                            f"{k}: {v if isinstance(v, str) else orjson.dumps(v).decode()}" for k, v in args.items()
+                        )
         return "\n".join(out)
 
     def extract(line: bytes, lineno: int) -> str | None:
@@ -131,9 +133,15 @@ def journals(corpus: Path) -> list[Path]:
 # --------------------------------------------------------------------------- the floor
 
 
-def measure(corpus: str | os.PathLike, db_path: str | None = None, optimize: bool = True,
-            keep: bool = False, config: dict | None = None,
-            time_redaction: bool = True, fts_options: str | None = None) -> dict:
+def measure(
+    corpus: str | os.PathLike,
+    db_path: str | None = None,
+    optimize: bool = True,
+    keep: bool = False,
+    config: dict | None = None,
+    time_redaction: bool = True,
+    fts_options: str | None = None,
+) -> dict:
     corpus = Path(corpus)
     files = journals(corpus)
     name, extract = get_extractor()
@@ -310,30 +318,47 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("corpus")
     ap.add_argument("--db", default=None, help="where to build the bare FTS5 table (default: a temporary file)")
     ap.add_argument("--no-optimize", action="store_true")
-    ap.add_argument("--fts-options", default=None,
-                    help="FTS5 options after the column (default: the index's, pimem_index.store.FTS_OPTIONS)")
+    ap.add_argument(
+        "--fts-options",
+        default=None,
+        help="FTS5 options after the column (default: the index's, pimem_index.store.FTS_OPTIONS)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the floor database")
-    ap.add_argument("--config", action="append", default=[], metavar="KEY=N",
-                    help="FTS5 configuration before the inserts, e.g. automerge=8 (repeatable; default: FTS5's defaults)")
+    ap.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=N",
+        help="FTS5 configuration before the inserts, e.g. automerge=8 (repeatable; default: FTS5's defaults)",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     config = dict(c.split("=", 1) for c in args.config)
-    r = measure(args.corpus, args.db, optimize=not args.no_optimize, keep=args.keep,
-                config=config, fts_options=args.fts_options)
+    r = measure(
+        args.corpus, args.db, optimize=not args.no_optimize, keep=args.keep, config=config, fts_options=args.fts_options
+    )
     if args.json:
         print(orjson.dumps(r).decode())
     else:
-        print(f"{r['journals']} journals, {r['journal_bytes'] / MB:.1f} MB; {r['entries']} entries; "
-              f"text {r['text_bytes'] / MB:.1f} MB ({r['text_share']:.0%} of journal bytes) via {r['extractor']}")
+        print(
+            f"{r['journals']} journals, {r['journal_bytes'] / MB:.1f} MB; {r['entries']} entries; "
+            f"text {r['text_bytes'] / MB:.1f} MB ({r['text_share']:.0%} of journal bytes) via {r['extractor']}"
+        )
         print(f"extract: {r['extract_seconds']:.2f} s = {r['extract_mb_per_s']} MB/s of journal")
         if r["redact_seconds"] is not None:
-            print(f"redact (pimem_index.redact, timed apart): {r['redact_seconds']:.2f} s = {r['redact_mb_per_s']} MB/s of journal; "
-                  f"read+parse+redact {r['parse_redact_mb_per_s']} MB/s")
-        print(f"FTS5 inserts: {r['insert_seconds']:.2f} s = {r['floor_mb_per_s']} MB/s of journal "
-              f"({r['text_mb_per_s']} MB/s of text; {r['floor_mb_per_cpu_s']} MB per CPU-second)  <- the floor")
+            print(
+                f"redact (pimem_index.redact, timed apart): {r['redact_seconds']:.2f} s = {r['redact_mb_per_s']} MB/s of journal; "
+                f"read+parse+redact {r['parse_redact_mb_per_s']} MB/s"
+            )
+        print(
+            f"FTS5 inserts: {r['insert_seconds']:.2f} s = {r['floor_mb_per_s']} MB/s of journal "
+            f"({r['text_mb_per_s']} MB/s of text; {r['floor_mb_per_cpu_s']} MB per CPU-second)  <- the floor"
+        )
         if r["optimize_seconds"] is not None:
-            print(f"optimize: {r['optimize_seconds']:.2f} s; with it {r['floor_with_optimize_mb_per_s']} MB/s; "
-                  f"FTS {r['fts_bytes'] / MB:.1f} MB -> {r['fts_bytes_optimized'] / MB:.1f} MB ({r['fts_share']:.1%} of journal)")
+            print(
+                f"optimize: {r['optimize_seconds']:.2f} s; with it {r['floor_with_optimize_mb_per_s']} MB/s; "
+                f"FTS {r['fts_bytes'] / MB:.1f} MB -> {r['fts_bytes_optimized'] / MB:.1f} MB ({r['fts_share']:.1%} of journal)"
+            )
         print(f"peak RSS {r['peak_rss_mb']} MB")
     return 0
 

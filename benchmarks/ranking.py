@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
 from floor import positions_fts_options  # noqa: E402
+
 from pimem_index import indexer, query, reread, scope, store  # noqa: E402
 from pimem_index.locations import resolve  # noqa: E402
 
@@ -71,9 +72,13 @@ def main() -> int:
             continue
         terms = rng.sample(words, rng.choice([1, 2, 2, 3]) if len(words) >= 3 else 1)
         expression = "(" + " AND ".join(f'"{t}"' for t in terms) + ")"
-        theirs = [r[0] for r in positions.execute(
-            "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? ORDER BY bm25(entries_fts) LIMIT 100",
-            (expression,))]
+        theirs = [
+            r[0]
+            for r in positions.execute(
+                "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? ORDER BY bm25(entries_fts) LIMIT 100",
+                (expression,),
+            )
+        ]
         mine = [row.rowid for row, _score in query._ranked(ours, terms, "AND", everything, "1", [])][:100]
         for name, ranked in (("positions (FTS5 bm25)", theirs), ("no positions (ours)", mine)):
             ranks[name].append(ranked.index(rowid) + 1 if rowid in ranked else None)
@@ -83,8 +88,10 @@ def main() -> int:
     for name, found in ranks.items():
         n = len(found)
         mrr = sum(1 / r for r in found if r) / n
-        print(f"  {name:>22}: MRR {mrr:.3f}, rank 1 {sum(r == 1 for r in found) / n:.0%}, "
-              f"top 10 {sum(bool(r) and r <= 10 for r in found) / n:.0%}, top 100 {sum(bool(r) for r in found) / n:.0%}")
+        print(
+            f"  {name:>22}: MRR {mrr:.3f}, rank 1 {sum(r == 1 for r in found) / n:.0%}, "
+            f"top 10 {sum(bool(r) and r <= 10 for r in found) / n:.0%}, top 100 {sum(bool(r) for r in found) / n:.0%}"
+        )
     print(f"  top-10 lists in common: {sum(overlap) / len(overlap):.0%}")
     return 0
 

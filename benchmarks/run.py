@@ -55,7 +55,12 @@ TARGETS = {
     "cold_index_mb_s": (">=", 23 * 1.7, "issue 8: >= 1.7 x the reference's 23 MB/s", "MB/s"),
     "cold_vs_floor": (">=", 0.85, "issue 8: >= 0.85 of the bare-FTS5 floor", "x"),
     "floor_mb_s": (None, None, "bare FTS5 inserts of the same text into the index's kind of table (one core)", "MB/s"),
-    "floor_positions_mb_s": (None, None, "the same into a table with positions (detail=full, as before schema 3)", "MB/s"),
+    "floor_positions_mb_s": (
+        None,
+        None,
+        "the same into a table with positions (detail=full, as before schema 3)",
+        "MB/s",
+    ),
     "cold_vs_positions_floor": (None, None, "cold index / the floor with positions", "x"),
     "floor_tuned_mb_s": (None, None, "the same with FTS5 hashsize=16MB (fewer, larger segments)", "MB/s"),
     "cold_vs_tuned_floor": (None, None, "cold index / tuned floor", "x"),
@@ -203,8 +208,10 @@ def run_measured(cmd: list[str], env: dict, timeout: float) -> dict:
     sampler.start()
     out_chunks: list[bytes] = []
     err_chunks: list[bytes] = []
-    readers = [threading.Thread(target=lambda s=s, c=c: c.append(s.read()), daemon=True)
-               for s, c in ((proc.stdout, out_chunks), (proc.stderr, err_chunks))]
+    readers = [
+        threading.Thread(target=lambda s=s, c=c: c.append(s.read()), daemon=True)
+        for s, c in ((proc.stdout, out_chunks), (proc.stderr, err_chunks))
+    ]
     for r in readers:
         r.start()
     deadline = time.monotonic() + timeout
@@ -299,8 +306,11 @@ class Bench:
         man = path / "manifest.json"
         if man.exists():
             m = json.loads(man.read_text())
-            if where or (m.get("size_requested") == size and m.get("seed") == seed
-                         and m.get("corpus_version") == corpus_mod.CORPUS_VERSION):
+            if where or (
+                m.get("size_requested") == size
+                and m.get("seed") == seed
+                and m.get("corpus_version") == corpus_mod.CORPUS_VERSION
+            ):
                 problems = corpus_mod.verify(path) if self.args.verify_corpus else []
                 if not problems:
                     self.log(f"reusing corpus {path} ({m['bytes'] / MB:.0f} MB, {m['files_count']} journals)")
@@ -314,16 +324,23 @@ class Bench:
         self.log(f"generating a {corpus_mod.format_size(size)} corpus in {path} (seed {seed})")
         t = time.perf_counter()
         # in a child process: the text pool must not stay in this process's memory
-        subprocess.run([PY, str(HERE / "corpus.py"), str(path), "--size", str(size), "--seed", str(seed)],
-                       check=True, cwd=str(ROOT), stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [PY, str(HERE / "corpus.py"), str(path), "--size", str(size), "--seed", str(seed)],
+            check=True,
+            cwd=str(ROOT),
+            stdout=subprocess.DEVNULL,
+        )
         self.manifest = json.loads((path / "manifest.json").read_text())
-        self.log(f"  {self.manifest['files_count']} journals, {self.manifest['bytes'] / MB:.1f} MB in {time.perf_counter() - t:.1f} s")
+        self.log(
+            f"  {self.manifest['files_count']} journals, {self.manifest['bytes'] / MB:.1f} MB in {time.perf_counter() - t:.1f} s"
+        )
         self.details["corpus_generate_seconds"] = round(time.perf_counter() - t, 2)
         return path
 
     # floor -------------------------------------------------------------------
-    def floor(self, corpus: Path, label: str = "floor", config: list[str] = (),
-              fts_options: str | None = None) -> dict | None:
+    def floor(
+        self, corpus: Path, label: str = "floor", config: list[str] = (), fts_options: str | None = None
+    ) -> dict | None:
         env = dict(self.env, PIMEM_BENCH_TMP=str(self.work))
         extra = [a for c in config for a in ("--config", c)]
         if fts_options:
@@ -333,8 +350,10 @@ class Bench:
             self.log(f"  floor failed: {r['stderr'].strip().splitlines()[-1:]}")
             return None
         data = json.loads(r["stdout"])
-        self.log(f"  {label}: {data['floor_mb_per_s']} MB/s of journal ({data['text_mb_per_s']} MB/s of text, "
-                 f"text is {data['text_share']:.0%} of journal bytes; {data['insert_seconds']} s of inserts)")
+        self.log(
+            f"  {label}: {data['floor_mb_per_s']} MB/s of journal ({data['text_mb_per_s']} MB/s of text, "
+            f"text is {data['text_share']:.0%} of journal bytes; {data['insert_seconds']} s of inserts)"
+        )
         return data
 
     # cold index --------------------------------------------------------------
@@ -356,28 +375,36 @@ class Bench:
             self.log(f"  cold index failed ({how}): {r['stderr'].strip()[-600:]}")
             return None
         try:
-            report = json.loads(r["stdout"][r["stdout"].index("{"):])
+            report = json.loads(r["stdout"][r["stdout"].index("{") :])
         except ValueError:
             report = {}
         jb = self.journal_bytes or dir_bytes(corpus)
         res = {
-            "how": how, "wall_seconds": round(r["seconds"], 3), "report": report,
+            "how": how,
+            "wall_seconds": round(r["seconds"], 3),
+            "report": report,
             "mb_s_wall": round(jb / MB / r["seconds"], 2),
             "mb_s_report": round(jb / MB / report["seconds"], 2) if report.get("seconds") else None,
-            "peak_rss_mb": r["peak_rss_mb"], "peak_tree_rss_mb": r["peak_tree_rss_mb"],
-            "user_s": r["user_s"], "sys_s": r["sys_s"], "cpu_per_wall": round((r["user_s"] + r["sys_s"]) / r["seconds"], 2),
+            "peak_rss_mb": r["peak_rss_mb"],
+            "peak_tree_rss_mb": r["peak_tree_rss_mb"],
+            "user_s": r["user_s"],
+            "sys_s": r["sys_s"],
+            "cpu_per_wall": round((r["user_s"] + r["sys_s"]) / r["seconds"], 2),
             "mb_per_cpu_s": round(jb / MB / (r["user_s"] + r["sys_s"]), 2),
             "loadavg_before": load,
         }
         res["db_bytes_files"] = db_files_bytes(db_path)
         res.update(self.db_stats(db_path))
-        self.log(f"  cold index: {res['wall_seconds']:.1f} s wall = {res['mb_s_wall']} MB/s; peak RSS {res['peak_rss_mb']} MB "
-                 f"(tree {res['peak_tree_rss_mb']} MB); CPU {res['cpu_per_wall']} cores; index {res['db_bytes_files'] / MB:.1f} MB on disk")
+        self.log(
+            f"  cold index: {res['wall_seconds']:.1f} s wall = {res['mb_s_wall']} MB/s; peak RSS {res['peak_rss_mb']} MB "
+            f"(tree {res['peak_tree_rss_mb']} MB); CPU {res['cpu_per_wall']} cores; index {res['db_bytes_files'] / MB:.1f} MB on disk"
+        )
         return res
 
     def db_stats(self, db_path: Path) -> dict:
         try:
             from pimem_index import db as pdb
+
             conn = pdb.connect(str(db_path))
             try:
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -389,7 +416,9 @@ class Bench:
                     out["entries"] = conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
                     out["files"] = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
                 with contextlib.suppress(Exception):  # the FTS5 term index (no dbstat in pysqlite3-binary)
-                    out["fts_data_bytes"] = conn.execute("SELECT SUM(length(block)) FROM entries_fts_data").fetchone()[0]
+                    out["fts_data_bytes"] = conn.execute("SELECT SUM(length(block)) FROM entries_fts_data").fetchone()[
+                        0
+                    ]
                     out["fts_segments"] = conn.execute("SELECT COUNT(*) FROM entries_fts_data").fetchone()[0]
                 return out
             finally:
@@ -400,6 +429,7 @@ class Bench:
     # in-process queries ------------------------------------------------------
     def open_lib(self, db_path: Path, extra_dirs: list[Path]):
         from pimem_index import locations, store
+
         conn = store.open_index(str(db_path))
         loc = locations.resolve(db=str(db_path), sessions_dirs=[str(self.corpus)] + [str(d) for d in extra_dirs])
         return conn, loc
@@ -414,9 +444,28 @@ class Bench:
             for rec in rng.sample(m["needles"], min(20, len(m["needles"]))):
                 p = rec["placements"][0]
                 qs.append({"group": "needle", "q": rec["word"], "cwd": p["cwd"]})
-        common = ["return", "error", "import os", "def test", "self value", "config file", "TODO",
-                  "connection reset", "parse json error", "the function returns None", "license", "install",
-                  "README", "class", "string", "buffer size", "permission denied", "timeout", "http request", "unicode"]
+        common = [
+            "return",
+            "error",
+            "import os",
+            "def test",
+            "self value",
+            "config file",
+            "TODO",
+            "connection reset",
+            "parse json error",
+            "the function returns None",
+            "license",
+            "install",
+            "README",
+            "class",
+            "string",
+            "buffer size",
+            "permission denied",
+            "timeout",
+            "http request",
+            "unicode",
+        ]
         for i, q in enumerate(common):
             cwd = cwds[i % len(cwds)] if cwds else os.getcwd()
             qs.append({"group": "common", "q": q, "cwd": cwd})
@@ -427,15 +476,30 @@ class Bench:
     def search_bench(self, db_path: Path) -> None:
         ok, why = module_available("pimem_index.query")
         if not ok:
-            self.unavailable(["search_p50_ms", "search_p95_ms", "read_p50_ms", "needles_found", "needles_leaked",
-                              "secret_terms", "secret_in_read"], f"{NOT_AVAILABLE}: {why}")
+            self.unavailable(
+                [
+                    "search_p50_ms",
+                    "search_p95_ms",
+                    "read_p50_ms",
+                    "needles_found",
+                    "needles_leaked",
+                    "secret_terms",
+                    "secret_in_read",
+                ],
+                f"{NOT_AVAILABLE}: {why}",
+            )
             self.log(f"  query module {NOT_AVAILABLE}: {why}")
             return
         from pimem_index import query
+
         conn, loc = self.open_lib(db_path, [])
         with contextlib.suppress(Exception):
-            self.db_cwds = [r[0] for r in conn.execute(
-                "SELECT cwd FROM files WHERE cwd IS NOT NULL GROUP BY cwd ORDER BY COUNT(*) DESC LIMIT 12")]
+            self.db_cwds = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT cwd FROM files WHERE cwd IS NOT NULL GROUP BY cwd ORDER BY COUNT(*) DESC LIMIT 12"
+                )
+            ]
         home = "/home/u"  # the corpus's home: makes project roots match the manifest's
 
         def search(q, **kw):
@@ -462,8 +526,10 @@ class Bench:
             self.metrics["needles_found"] = round(found / total, 4) if total else None
             self.metrics["needles_leaked"] = leaked
             self.details["needle_misses"] = misses[:20]
-            self.log(f"  needles: {found}/{total} found in their project, {leaked} leaked across projects"
-                     + (f"; missing e.g. {misses[:3]}" if misses else ""))
+            self.log(
+                f"  needles: {found}/{total} found in their project, {leaked} leaked across projects"
+                + (f"; missing e.g. {misses[:3]}" if misses else "")
+            )
             terms = shown = 0
             secret_hits = []
             for s in m["secrets"]:
@@ -473,14 +539,31 @@ class Bench:
                         terms += 1
                         secret_hits.append(f"{s['secret_kind']}: {probe[:6]}… is a term")
                         break
-                r = call_flexible(query.read, conn, loc, s["entry_id"], session_id=s["session_id"], cwd=s["cwd"],
-                                  scope="global", home=home)
+                r = call_flexible(
+                    query.read,
+                    conn,
+                    loc,
+                    s["entry_id"],
+                    session_id=s["session_id"],
+                    cwd=s["cwd"],
+                    scope="global",
+                    home=home,
+                )
                 text = r.get("text") or ""
                 off = 0
                 while r.get("next_offset") and s["value"] not in text and off < 50:
                     off += 1
-                    r = call_flexible(query.read, conn, loc, s["entry_id"], session_id=s["session_id"], cwd=s["cwd"],
-                                      scope="global", offset=r["next_offset"], home=home)
+                    r = call_flexible(
+                        query.read,
+                        conn,
+                        loc,
+                        s["entry_id"],
+                        session_id=s["session_id"],
+                        cwd=s["cwd"],
+                        scope="global",
+                        offset=r["next_offset"],
+                        home=home,
+                    )
                     text = r.get("text") or ""
                 if s["value"] in text or any(p in text for p in s["probes"]):
                     shown += 1
@@ -488,8 +571,10 @@ class Bench:
             self.metrics["secret_terms"] = terms
             self.metrics["secret_in_read"] = shown
             self.details["secret_problems"] = secret_hits
-            self.log(f"  secrets: {terms}/{len(m['secrets'])} searchable, {shown} shown by read"
-                     + (f" ({secret_hits[:4]})" if secret_hits else ""))
+            self.log(
+                f"  secrets: {terms}/{len(m['secrets'])} searchable, {shown} shown by read"
+                + (f" ({secret_hits[:4]})" if secret_hits else "")
+            )
         # latency -----------------------------------------------------------------
         qs = self.queries()
         for q in qs:  # warm-up
@@ -505,7 +590,9 @@ class Bench:
                 if _round == 0:
                     stale += sum(1 for h in res.get("results", []) if h.get("stale"))
                     for h in res.get("results", [])[:3]:
-                        hits_for_read.append({"id": h["id"], "session_id": h["session_id"], "cwd": q["cwd"], "chars": h.get("chars")})
+                        hits_for_read.append(
+                            {"id": h["id"], "session_id": h["session_id"], "cwd": q["cwd"], "chars": h.get("chars")}
+                        )
         self.metrics["stale_excerpts"] = stale
         allt = [x for v in times.values() for x in v]
         self.metrics["search_p50_ms"] = ms(pct(allt, 0.5))
@@ -514,10 +601,15 @@ class Bench:
             if times[g]:
                 self.metrics[f"search_{g}_p50_ms"] = ms(pct(times[g], 0.5))
                 self.metrics[f"search_{g}_p95_ms"] = ms(pct(times[g], 0.95))
-        self.details["search_ms_by_group"] = {g: {"n": len(v), "p50": ms(pct(v, 0.5)), "p95": ms(pct(v, 0.95)), "max": ms(max(v))}
-                                              for g, v in times.items() if v}
-        self.log(f"  search (project scope, {len(allt)} calls): p50 {self.metrics['search_p50_ms']} ms, "
-                 f"p95 {self.metrics['search_p95_ms']} ms; by group {self.details['search_ms_by_group']}")
+        self.details["search_ms_by_group"] = {
+            g: {"n": len(v), "p50": ms(pct(v, 0.5)), "p95": ms(pct(v, 0.95)), "max": ms(max(v))}
+            for g, v in times.items()
+            if v
+        }
+        self.log(
+            f"  search (project scope, {len(allt)} calls): p50 {self.metrics['search_p50_ms']} ms, "
+            f"p95 {self.metrics['search_p95_ms']} ms; by group {self.details['search_ms_by_group']}"
+        )
         # slowest queries, for the report
         per_query = []
         for q in qs:
@@ -530,23 +622,30 @@ class Bench:
         for _round in range(self.args.rounds):
             for h in hits_for_read:
                 t = time.perf_counter()
-                r = call_flexible(query.read, conn, loc, h["id"], session_id=h["session_id"], cwd=h["cwd"], scope="project", home=home)
+                r = call_flexible(
+                    query.read, conn, loc, h["id"], session_id=h["session_id"], cwd=h["cwd"], scope="project", home=home
+                )
                 rtimes.append(time.perf_counter() - t)
                 if _round == 0 and r.get("status") != "ok":
                     self.details.setdefault("read_not_ok", []).append([h["id"], r.get("status")])
         if rtimes:
             self.metrics["read_p50_ms"] = ms(pct(rtimes, 0.5))
             self.details["read_p95_ms"] = ms(pct(rtimes, 0.95))
-            self.log(f"  read ({len(rtimes)} calls): p50 {self.metrics['read_p50_ms']} ms, p95 {self.details['read_p95_ms']} ms")
+            self.log(
+                f"  read ({len(rtimes)} calls): p50 {self.metrics['read_p50_ms']} ms, p95 {self.details['read_p95_ms']} ms"
+            )
         conn.close()
 
     # freshness ---------------------------------------------------------------
     def freshness(self, db_path: Path) -> None:
         ok, why = module_available("pimem_index.query")
         if not ok or not self.manifest:
-            self.unavailable(["fresh_ms_p50", "fresh_ms_max"], f"{NOT_AVAILABLE}: {why}" if not ok else "needs a generated corpus")
+            self.unavailable(
+                ["fresh_ms_p50", "fresh_ms_max"], f"{NOT_AVAILABLE}: {why}" if not ok else "needs a generated corpus"
+            )
             return
         from pimem_index import indexer, query
+
         fresh_dir = self.work / "fresh"
         shutil.rmtree(fresh_dir, ignore_errors=True)
         files = [f for f in self.manifest["files"] if f["version"] == 3]
@@ -576,26 +675,43 @@ class Bench:
                 word = "frsh" + "".join(rng.choice("bdfgklmnprstvz") + rng.choice("aeiou") for _ in range(4))
                 eid = f"{rng.getrandbits(32):08x}"
                 now = time.time()
-                line = {"type": "message", "id": eid, "parentId": last_id,
-                        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z",
-                        "message": {"role": "user", "content": [{"type": "text", "text": f"remember {word} for later"}],
-                                    "timestamp": int(now * 1000)}}
+                line = {
+                    "type": "message",
+                    "id": eid,
+                    "parentId": last_id,
+                    "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
+                    + f".{int(now * 1000) % 1000:03d}Z",
+                    "message": {
+                        "role": "user",
+                        "content": [{"type": "text", "text": f"remember {word} for later"}],
+                        "timestamp": int(now * 1000),
+                    },
+                }
                 last_id = eid
                 with open(dst, "ab") as fo:
                     fo.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")
                 t = time.perf_counter()
                 indexer.index_journal(conn, dst)
-                res = call_flexible(query.search, conn, loc, word, scope="project", cwd=f["cwd"], limit=10, home="/home/u")
+                res = call_flexible(
+                    query.search, conn, loc, word, scope="project", cwd=f["cwd"], limit=10, home="/home/u"
+                )
                 dt_ = time.perf_counter() - t
                 if not any(h.get("id") == eid for h in res.get("results", [])):
                     misses += 1
                 times.append(dt_)
                 time.sleep(0.01)
             all_times += times
-            out[label] = {"journal_mb": round(f["bytes"] / MB, 1), "first_index_ms": ms(first),
-                          "p50_ms": ms(pct(times, 0.5)), "max_ms": ms(max(times)), "misses": misses}
-            self.log(f"  fresh ({label} journal, {f['bytes'] / MB:.1f} MB): append -> searchable p50 {out[label]['p50_ms']} ms, "
-                     f"max {out[label]['max_ms']} ms, misses {misses}/{len(times)}")
+            out[label] = {
+                "journal_mb": round(f["bytes"] / MB, 1),
+                "first_index_ms": ms(first),
+                "p50_ms": ms(pct(times, 0.5)),
+                "max_ms": ms(max(times)),
+                "misses": misses,
+            }
+            self.log(
+                f"  fresh ({label} journal, {f['bytes'] / MB:.1f} MB): append -> searchable p50 {out[label]['p50_ms']} ms, "
+                f"max {out[label]['max_ms']} ms, misses {misses}/{len(times)}"
+            )
         conn.close()
         self.metrics["fresh_ms_p50"] = ms(pct(all_times, 0.5))
         self.metrics["fresh_ms_max"] = ms(max(all_times))
@@ -603,26 +719,67 @@ class Bench:
         # the CLI as a user runs it (includes interpreter start-up): information only
         if cli_has("index"):
             dst_large = next(fresh_dir.rglob("*.jsonl"))
-            r = run_measured([PY, "-m", "pimem_index", "index", str(dst_large), "--sessions-dir", str(self.corpus),
-                              "--sessions-dir", str(fresh_dir), "--db", str(db_path), "--json"], self.env, 120)
+            r = run_measured(
+                [
+                    PY,
+                    "-m",
+                    "pimem_index",
+                    "index",
+                    str(dst_large),
+                    "--sessions-dir",
+                    str(self.corpus),
+                    "--sessions-dir",
+                    str(fresh_dir),
+                    "--db",
+                    str(db_path),
+                    "--json",
+                ],
+                self.env,
+                120,
+            )
             self.details["fresh_cli_wall_ms"] = ms(r["seconds"])
         shutil.rmtree(fresh_dir, ignore_errors=True)
 
     # HTTP --------------------------------------------------------------------
     def serve(self, db_path: Path, port: int, log_name: str):
         log = open(self.work / log_name, "wb")
-        cmd = [PY, "-m", "pimem_index", "serve", "--db", str(db_path), "--sessions-dir", str(self.corpus),
-               "--port", str(port), "--host", "127.0.0.1"]
-        proc = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=str(ROOT),
-                                start_new_session=True)
+        cmd = [
+            PY,
+            "-m",
+            "pimem_index",
+            "serve",
+            "--db",
+            str(db_path),
+            "--sessions-dir",
+            str(self.corpus),
+            "--port",
+            str(port),
+            "--host",
+            "127.0.0.1",
+        ]
+        proc = subprocess.Popen(
+            cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=str(ROOT), start_new_session=True
+        )
         return proc, log
 
     def token(self, db_path: Path) -> str | None:
-        r = subprocess.run([PY, "-m", "pimem_index", "token", "--db", str(db_path), "--sessions-dir", str(self.corpus)],
-                           env=self.env, capture_output=True, text=True, cwd=str(ROOT), timeout=60)
+        r = subprocess.run(
+            [PY, "-m", "pimem_index", "token", "--db", str(db_path), "--sessions-dir", str(self.corpus)],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            cwd=str(ROOT),
+            timeout=60,
+        )
         if r.returncode != 0:
-            r = subprocess.run([PY, "-m", "pimem_index", "token"], env=self.env, capture_output=True, text=True,
-                               cwd=str(ROOT), timeout=60)
+            r = subprocess.run(
+                [PY, "-m", "pimem_index", "token"],
+                env=self.env,
+                capture_output=True,
+                text=True,
+                cwd=str(ROOT),
+                timeout=60,
+            )
         tok = r.stdout.strip().splitlines()[-1:] if r.returncode == 0 else []
         return tok[0].strip() if tok else None
 
@@ -711,8 +868,10 @@ class Bench:
                             times.append(time.perf_counter() - t)
                     self.metrics["api_search_p50_ms"] = ms(pct(times, 0.5))
                     self.metrics["api_search_p95_ms"] = ms(pct(times, 0.95))
-                    self.log(f"  API search ({len(times)} calls): p50 {self.metrics['api_search_p50_ms']} ms, "
-                             f"p95 {self.metrics['api_search_p95_ms']} ms")
+                    self.log(
+                        f"  API search ({len(times)} calls): p50 {self.metrics['api_search_p50_ms']} ms, "
+                        f"p95 {self.metrics['api_search_p95_ms']} ms"
+                    )
                 c.close()
         finally:
             self.stop(proc)
@@ -751,12 +910,19 @@ class Bench:
                 time.sleep(0.02)
             c.close()
             self.metrics["api_backfill_p95_ms"] = ms(pct(times, 0.95))
-            self.details["api_backfill"] = {"requests": len(times), "p50_ms": ms(pct(times, 0.5)), "max_ms": ms(max(times)),
-                                            "statuses": statuses, "backfill_seconds": round(complete_at, 1) if complete_at else None,
-                                            "backfill_mb_s": round(self.journal_bytes / MB / complete_at, 2) if complete_at else None}
-            self.log(f"  API during cold backfill ({len(times)} calls): p95 {self.metrics['api_backfill_p95_ms']} ms, "
-                     f"max {self.details['api_backfill']['max_ms']} ms; backfill took "
-                     f"{self.details['api_backfill']['backfill_seconds']} s")
+            self.details["api_backfill"] = {
+                "requests": len(times),
+                "p50_ms": ms(pct(times, 0.5)),
+                "max_ms": ms(max(times)),
+                "statuses": statuses,
+                "backfill_seconds": round(complete_at, 1) if complete_at else None,
+                "backfill_mb_s": round(self.journal_bytes / MB / complete_at, 2) if complete_at else None,
+            }
+            self.log(
+                f"  API during cold backfill ({len(times)} calls): p95 {self.metrics['api_backfill_p95_ms']} ms, "
+                f"max {self.details['api_backfill']['max_ms']} ms; backfill took "
+                f"{self.details['api_backfill']['backfill_seconds']} s"
+            )
         finally:
             self.stop(proc)
             log.close()
@@ -797,8 +963,11 @@ class Bench:
         cold = max(colds, key=lambda c: c["mb_s_wall"]) if colds else None
         if cold:
             self.details["cold_runs_mb_s"] = [c["mb_s_wall"] for c in colds]
-            cold = dict(cold, peak_tree_rss_mb=max(c["peak_tree_rss_mb"] or 0 for c in colds),
-                        peak_rss_mb=max(c["peak_rss_mb"] or 0 for c in colds))
+            cold = dict(
+                cold,
+                peak_tree_rss_mb=max(c["peak_tree_rss_mb"] or 0 for c in colds),
+                peak_rss_mb=max(c["peak_rss_mb"] or 0 for c in colds),
+            )
         if not a.no_tuned_floor:
             tuned = self.floor(self.corpus, "tuned floor (hashsize=16MB)", TUNED_FTS)
             if tuned:
@@ -807,8 +976,9 @@ class Bench:
                 if cold:
                     self.metrics["cold_vs_tuned_floor"] = round(cold["mb_s_wall"] / tuned["floor_mb_per_s"], 3)
         if not a.no_positions_floor:  # the term index as it was before schema 3: a reference
-            positions = self.floor(self.corpus, "floor with positions (detail=full)",
-                                   fts_options=floor_mod.positions_fts_options())
+            positions = self.floor(
+                self.corpus, "floor with positions (detail=full)", fts_options=floor_mod.positions_fts_options()
+            )
             if positions:
                 self.details["floor_positions"] = positions
                 self.metrics["floor_positions_mb_s"] = positions["floor_mb_per_s"]
@@ -855,8 +1025,19 @@ class Bench:
                 except Exception:  # noqa: BLE001
                     self.record_failure(["api_search_p50_ms", "api_search_p95_ms", "api_backfill_p95_ms"])
         else:
-            self.unavailable(["search_p50_ms", "search_p95_ms", "read_p50_ms", "fresh_ms_p50", "fresh_ms_max",
-                              "api_search_p50_ms", "api_search_p95_ms", "api_backfill_p95_ms"], f"{NOT_AVAILABLE} (needs the indexer)")
+            self.unavailable(
+                [
+                    "search_p50_ms",
+                    "search_p95_ms",
+                    "read_p50_ms",
+                    "fresh_ms_p50",
+                    "fresh_ms_max",
+                    "api_search_p50_ms",
+                    "api_search_p95_ms",
+                    "api_backfill_p95_ms",
+                ],
+                f"{NOT_AVAILABLE} (needs the indexer)",
+            )
         return self.result()
 
     def record_failure(self, keys: list[str]) -> None:
@@ -877,21 +1058,28 @@ class Bench:
             self.journal_bytes = dir_bytes(path)
             fl = self.floor(path)
             cold = self.cold_index(path, self.work / f"lin-{corpus_mod.format_size(size)}.sqlite")
-            row = {"size": corpus_mod.format_size(size), "journal_mb": round(self.journal_bytes / MB, 1),
-                   "floor_mb_s": fl["floor_mb_per_s"] if fl else None,
-                   "cold_mb_s": cold["mb_s_wall"] if cold else None,
-                   "floor_mb_per_cpu_s": fl.get("floor_mb_per_cpu_s") if fl else None,
-                   "cold_mb_per_cpu_s": cold["mb_per_cpu_s"] if cold else None,
-                   "cold_cpu_per_wall": cold["cpu_per_wall"] if cold else None,
-                   "loadavg": loadavg(),
-                   "peak_rss_mb": max(cold["peak_rss_mb"] or 0, cold["peak_tree_rss_mb"] or 0) if cold else None,
-                   "index_share": round(cold["db_bytes_files"] / self.journal_bytes, 4) if cold else None}
+            row = {
+                "size": corpus_mod.format_size(size),
+                "journal_mb": round(self.journal_bytes / MB, 1),
+                "floor_mb_s": fl["floor_mb_per_s"] if fl else None,
+                "cold_mb_s": cold["mb_s_wall"] if cold else None,
+                "floor_mb_per_cpu_s": fl.get("floor_mb_per_cpu_s") if fl else None,
+                "cold_mb_per_cpu_s": cold["mb_per_cpu_s"] if cold else None,
+                "cold_cpu_per_wall": cold["cpu_per_wall"] if cold else None,
+                "loadavg": loadavg(),
+                "peak_rss_mb": max(cold["peak_rss_mb"] or 0, cold["peak_tree_rss_mb"] or 0) if cold else None,
+                "index_share": round(cold["db_bytes_files"] / self.journal_bytes, 4) if cold else None,
+            }
             if cold:
                 remove_db(self.work / f"lin-{corpus_mod.format_size(size)}.sqlite")
             rows.append(row)
         self.details["linearity"] = rows
-        for key, metric in (("cold_mb_s", "linearity_spread"), ("floor_mb_s", "floor_linearity_spread"),
-                            ("cold_mb_per_cpu_s", "linearity_spread_cpu"), ("floor_mb_per_cpu_s", "floor_linearity_spread_cpu")):
+        for key, metric in (
+            ("cold_mb_s", "linearity_spread"),
+            ("floor_mb_s", "floor_linearity_spread"),
+            ("cold_mb_per_cpu_s", "linearity_spread_cpu"),
+            ("floor_mb_per_cpu_s", "floor_linearity_spread_cpu"),
+        ):
             vals = [r[key] for r in rows if r[key]]
             if len(vals) >= 2:
                 self.metrics[metric] = round((max(vals) - min(vals)) / max(vals), 3)
@@ -903,13 +1091,29 @@ class Bench:
         m = self.manifest or {}
         return {
             "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "machine": {"cpus": os.cpu_count(), "cpu": _cpu_model(), "platform": platform.platform(),
-                        "python": platform.python_version(), "sqlite": _sqlite_version(), "loadavg_end": loadavg(),
-                        "git": _git_head(), "code_digest_start": self.code_start, "code_digest_end": code_digest()},
-            "corpus": {"path": str(self.corpus), "bytes": self.journal_bytes,
-                       "journals": m.get("files_count") or (sum(1 for _ in self.corpus.rglob("*.jsonl")) if self.corpus else None),
-                       "seed": m.get("seed"), "entries_by_kind": m.get("entries_by_kind"), "text_pool": m.get("text_pool")},
-            "metrics": self.metrics, "notes": self.notes, "details": self.details,
+            "machine": {
+                "cpus": os.cpu_count(),
+                "cpu": _cpu_model(),
+                "platform": platform.platform(),
+                "python": platform.python_version(),
+                "sqlite": _sqlite_version(),
+                "loadavg_end": loadavg(),
+                "git": _git_head(),
+                "code_digest_start": self.code_start,
+                "code_digest_end": code_digest(),
+            },
+            "corpus": {
+                "path": str(self.corpus),
+                "bytes": self.journal_bytes,
+                "journals": m.get("files_count")
+                or (sum(1 for _ in self.corpus.rglob("*.jsonl")) if self.corpus else None),
+                "seed": m.get("seed"),
+                "entries_by_kind": m.get("entries_by_kind"),
+                "text_pool": m.get("text_pool"),
+            },
+            "metrics": self.metrics,
+            "notes": self.notes,
+            "details": self.details,
         }
 
 
@@ -924,6 +1128,7 @@ def _cpu_model() -> str | None:
 def _sqlite_version() -> str | None:
     with contextlib.suppress(Exception):
         from pimem_index import db
+
         return db.sqlite3.sqlite_version
     return None
 
@@ -931,6 +1136,7 @@ def _sqlite_version() -> str | None:
 def code_digest() -> str:
     """A digest of the code under test (the working tree, committed or not)."""
     import hashlib
+
     h = hashlib.sha256()
     for pkg in ("pimem_index", "datasette_pi_memory"):
         for p in sorted((ROOT / pkg).rglob("*")):
@@ -990,8 +1196,10 @@ def print_table(result: dict, previous: dict | None) -> None:
     mach = result["machine"]
     if mach.get("code_digest_start") != mach.get("code_digest_end"):
         print("\nWARNING: pimem_index or datasette_pi_memory changed during this run: the figures mix code versions")
-    print(f"\ncorpus {c['bytes'] / MB:.1f} MB, {c['journals']} journals; machine {result['machine']['cpus']} cores "
-          f"({result['machine']['cpu']}), load at end {result['machine']['loadavg_end']}; SQLite {result['machine']['sqlite']}")
+    print(
+        f"\ncorpus {c['bytes'] / MB:.1f} MB, {c['journals']} journals; machine {result['machine']['cpus']} cores "
+        f"({result['machine']['cpu']}), load at end {result['machine']['loadavg_end']}; SQLite {result['machine']['sqlite']}"
+    )
 
 
 DOCS = ROOT / "docs" / "performance.md"
@@ -1027,7 +1235,7 @@ def write_docs(result: dict, path: Path = DOCS) -> bool:
     start, end = text.find(FIGURES_START), text.find(FIGURES_END)
     if start < 0 or end < start:
         return False
-    path.write_text(text[:start + len(FIGURES_START)] + "\n\n" + figures_markdown(result) + "\n" + text[end:])
+    path.write_text(text[: start + len(FIGURES_START)] + "\n\n" + figures_markdown(result) + "\n" + text[end:])
     return True
 
 
@@ -1036,10 +1244,15 @@ def write_docs(result: dict, path: Path = DOCS) -> bool:
 
 def child_index(db_path: str, corpus: str) -> int:
     from pimem_index import indexer, locations, store
+
     conn = store.open_index(db_path)
     loc = locations.resolve(db=db_path, sessions_dirs=[corpus])
     rep = indexer.index_all(conn, loc)
-    data = rep.as_json() if hasattr(rep, "as_json") else {k: getattr(rep, k) for k in ("files", "entries_added", "bytes_read", "seconds")}
+    data = (
+        rep.as_json()
+        if hasattr(rep, "as_json")
+        else {k: getattr(rep, k) for k in ("files", "entries_added", "bytes_read", "seconds")}
+    )
     print(json.dumps(data))
     return 0
 
@@ -1051,7 +1264,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", default="500MB", help="corpus size (default 500MB)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--corpus", default=None, help="use this corpus folder (generated if it has no manifest and no journals)")
+    ap.add_argument(
+        "--corpus", default=None, help="use this corpus folder (generated if it has no manifest and no journals)"
+    )
     ap.add_argument("--out", default=str(HERE / "out" / "latest.json"), help="where to write the figures (JSON)")
     ap.add_argument("--quick", action="store_true", help="a 50 MB corpus: a smoke run")
     ap.add_argument("--sizes", default=None, help="linearity mode: comma-separated sizes, e.g. 250MB,500MB,1GB")
@@ -1060,11 +1275,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fresh-runs", type=int, default=15)
     ap.add_argument("--backfill-timeout", type=float, default=900)
     ap.add_argument("--no-api", action="store_true", help="skip the HTTP measurements")
-    ap.add_argument("--no-second-floor", action="store_true", help="measure the floor and the cold index once each, not twice interleaved (best kept)")
+    ap.add_argument(
+        "--no-second-floor",
+        action="store_true",
+        help="measure the floor and the cold index once each, not twice interleaved (best kept)",
+    )
     ap.add_argument("--no-tuned-floor", action="store_true", help="skip the floor with tuned FTS5 settings")
     ap.add_argument("--no-positions-floor", action="store_true", help="skip the floor of a table with positions")
     ap.add_argument("--verify-corpus", action="store_true", help="check a reused corpus against its manifest")
-    ap.add_argument("--no-docs", action="store_true", help="do not write the figures into docs/performance.md (--quick and --sizes never do)")
+    ap.add_argument(
+        "--no-docs",
+        action="store_true",
+        help="do not write the figures into docs/performance.md (--quick and --sizes never do)",
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.size = "50MB"
@@ -1079,10 +1302,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.sizes:
         result = bench.run_linearity([corpus_mod.parse_size(s) for s in args.sizes.split(",")])
         for row in result["details"]["linearity"]:
-            print(f"  {row['size']:>6}: {row['journal_mb']:8.1f} MB  floor {fmt(row['floor_mb_s']):>6} MB/s "
-                  f"({fmt(row['floor_mb_per_cpu_s'])} per CPU-s)  cold index {fmt(row['cold_mb_s']):>6} MB/s "
-                  f"({fmt(row['cold_mb_per_cpu_s'])} per CPU-s, {fmt(row['cold_cpu_per_wall'])} cores)  "
-                  f"peak RSS {fmt(row['peak_rss_mb'])} MB  index {fmt(row['index_share'])}  load {row['loadavg']}")
+            print(
+                f"  {row['size']:>6}: {row['journal_mb']:8.1f} MB  floor {fmt(row['floor_mb_s']):>6} MB/s "
+                f"({fmt(row['floor_mb_per_cpu_s'])} per CPU-s)  cold index {fmt(row['cold_mb_s']):>6} MB/s "
+                f"({fmt(row['cold_mb_per_cpu_s'])} per CPU-s, {fmt(row['cold_cpu_per_wall'])} cores)  "
+                f"peak RSS {fmt(row['peak_rss_mb'])} MB  index {fmt(row['index_share'])}  load {row['loadavg']}"
+            )
     else:
         result = bench.run()
     print_table(result, previous)

@@ -52,8 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("corpus")
     ap.add_argument("--db", default=None)
-    ap.add_argument("--switch-interval", type=float, default=None,
-                    help="sys.setswitchinterval(S) before indexing (Python's default is 0.005 s)")
+    ap.add_argument(
+        "--switch-interval",
+        type=float,
+        default=None,
+        help="sys.setswitchinterval(S) before indexing (Python's default is 0.005 s)",
+    )
     args = ap.parse_args(argv)
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval)

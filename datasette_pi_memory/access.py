@@ -14,10 +14,20 @@ from pimem_index import db
 from .state import ACTION, state
 
 # Actions that change the index file (rows, tables, views, the schema).
-WRITE_ACTIONS = frozenset({
-    "insert-row", "update-row", "delete-row", "create-table", "create-view", "alter-table",
-    "set-column-type", "drop-table", "drop-view", "execute-write-sql",
-})
+WRITE_ACTIONS = frozenset(
+    {
+        "insert-row",
+        "update-row",
+        "delete-row",
+        "create-table",
+        "create-view",
+        "alter-table",
+        "set-column-type",
+        "drop-table",
+        "drop-view",
+        "execute-write-sql",
+    }
+)
 # Actions that show what the index holds (stored queries, downloads and the schema
 # pages follow from these through also_requires and view-database).
 READ_ACTIONS = frozenset({"view-database", "view-database-download", "view-table", "view-query", "execute-sql"})
@@ -26,8 +36,10 @@ READ_ONLY = "the pimem index is read-only through Datasette: only pimem's indexe
 # Deny rules at the database level and for every table, view and stored query in it, so
 # that no allow at any level (root's, a table's allow block) outranks them.
 _CHILDREN = {
-    "table": ("SELECT database_name AS parent, table_name AS child FROM catalog_tables "
-              "UNION ALL SELECT database_name, view_name FROM catalog_views"),
+    "table": (
+        "SELECT database_name AS parent, table_name AS child FROM catalog_tables "
+        "UNION ALL SELECT database_name, view_name FROM catalog_views"
+    ),
     "query": "SELECT database_name AS parent, name AS child FROM queries",
 }
 
@@ -68,12 +80,15 @@ def _deny(datasette, action: str, names: list[str], reason: str) -> PermissionSQ
     key = "pi_memory_" + action.replace("-", "_")
     params = {f"{key}_reason": reason, **{f"{key}_db{i}": name for i, name in enumerate(names)}}
     listed = ", ".join(f":{key}_db{i}" for i in range(len(names)))
-    sql = " UNION ALL ".join(f"SELECT :{key}_db{i} AS parent, NULL AS child, 0 AS allow, :{key}_reason AS reason"
-                             for i in range(len(names)))
+    sql = " UNION ALL ".join(
+        f"SELECT :{key}_db{i} AS parent, NULL AS child, 0 AS allow, :{key}_reason AS reason" for i in range(len(names))
+    )
     children = _CHILDREN.get(getattr(datasette.actions[action].resource_class, "name", None))
     if children:
-        sql += (f" UNION ALL SELECT parent, child, 0 AS allow, :{key}_reason AS reason FROM ({children}) "
-                f"WHERE parent IN ({listed})")
+        sql += (
+            f" UNION ALL SELECT parent, child, 0 AS allow, :{key}_reason AS reason FROM ({children}) "
+            f"WHERE parent IN ({listed})"
+        )
     return PermissionSQL(sql=sql, params=params)
 
 

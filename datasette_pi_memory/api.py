@@ -35,6 +35,7 @@ def call(conn, locations: Locations, action: str, args: dict, max_scope: str) ->
         indexer.index_journal(conn, journal)
     if action == "read":
         return query.read(conn, locations, ReadRequest.from_args(conn, args, max_scope=max_scope, journal_path=journal))
-    request = SearchRequest.from_args(conn, args, max_scope=max_scope, journal_path=journal,
-                                      summaries=action == "summaries")
+    request = SearchRequest.from_args(
+        conn, args, max_scope=max_scope, journal_path=journal, summaries=action == "summaries"
+    )
     return query.search(conn, locations, request)

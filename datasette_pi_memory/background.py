@@ -70,7 +70,7 @@ async def _terminate(proc) -> None:
         return
     try:
         await asyncio.wait_for(proc.wait(), STOP_GRACE_SECONDS)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         try:
             proc.kill()
         except ProcessLookupError:

@@ -60,8 +60,7 @@ def pi():
 
 @pi.command(name="install")
 @common
-@click.option("--url", default="http://127.0.0.1:8001", show_default=True,
-              help="Where pimem serve answers")
+@click.option("--url", default="http://127.0.0.1:8001", show_default=True, help="Where pimem serve answers")
 def pi_install(locations: Locations, url):
     """Put the memory_context extension into Pi's extensions folder, with a token to reach pimem serve.
 

@@ -24,7 +24,7 @@ def highlight(text: str | None, query: str | None) -> Markup:
     out = []
     last = 0
     for m in pattern.finditer(text):
-        out.append(str(escape(text[last:m.start()])))
+        out.append(str(escape(text[last : m.start()])))
         out.append(f"<mark>{escape(m.group(0))}</mark>")
         last = m.end()
     out.append(str(escape(text[last:])))

@@ -61,8 +61,10 @@ def entry_cell(row, column, table, pks, database, datasette, request):
 
 def cell_html(datasette, data: dict, length) -> Markup:
     read_url = datasette.urls.path("/-/pi-memory/read") + "?" + _qs(id=data["id"], session_id=data["session_id"])
-    parts = [f'{escape(str(length))}<div class="pi-memory-cell" '
-             'style="margin-top:0.3em;min-width:18em;max-width:40em;font-size:0.85em">']
+    parts = [
+        f'{escape(str(length))}<div class="pi-memory-cell" '
+        'style="margin-top:0.3em;min-width:18em;max-width:40em;font-size:0.85em">'
+    ]
     if data["unavailable"]:
         parts.append(f"<em>{escape(data['text'])}</em>")
     else:

@@ -116,8 +116,7 @@ def metadata_and_config(locations: Locations, database: str, background_index: b
     return metadata, config
 
 
-def serve(locations: Locations, host: str = "127.0.0.1", port: int = 8001,
-          background_index: bool = True) -> None:
+def serve(locations: Locations, host: str = "127.0.0.1", port: int = 8001, background_index: bool = True) -> None:
     """Run Datasette with this plugin on the index until interrupted."""
     from datasette.cli import serve as datasette_serve
 
@@ -132,8 +131,18 @@ def serve(locations: Locations, host: str = "127.0.0.1", port: int = 8001,
     click.echo("API token for the Pi tool: pimem token  (send it as Authorization: Bearer ...)")
     click.echo("Log in as root (the reviewer) with this link, valid once:")
     args = [
-        str(locations.db_path), "--host", host, "--port", str(port), "--root", "--secret", secret,
-        "-c", _readable_once(json.dumps(config)), "-m", _readable_once(json.dumps(metadata)),
+        str(locations.db_path),
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--root",
+        "--secret",
+        secret,
+        "-c",
+        _readable_once(json.dumps(config)),
+        "-m",
+        _readable_once(json.dumps(metadata)),
     ]
     datasette_serve.main(args=args, prog_name="pimem serve", standalone_mode=False)
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pimem_index import db, store
-from pimem_index.locations import Locations, resolve
 from pimem_index.errors import UserError
+from pimem_index.locations import Locations, resolve
 from pimem_index.scope import checked_setting
 
 from .api import route_list
@@ -32,7 +32,7 @@ DEFAULT_DATABASE = "history"
 WORKER_THREADS = 4
 
 logger = logging.getLogger("datasette_pi_memory")
-_states: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_states: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
@@ -77,8 +77,11 @@ def settings_for(datasette) -> Settings:
     if db_path is None and name in datasette.databases and datasette.databases[name].path:
         db_path = datasette.databases[name].path
     locations = resolve(db_path, dirs)
-    served = name in datasette.databases and datasette.databases[name].path is not None and (
-        _real(Path(datasette.databases[name].path)) == _real(locations.db_path))
+    served = (
+        name in datasette.databases
+        and datasette.databases[name].path is not None
+        and (_real(Path(datasette.databases[name].path)) == _real(locations.db_path))
+    )
     return Settings(
         database=name,
         locations=locations,
@@ -187,8 +190,10 @@ class PiMemory:
         if (actor or {}).get("id") == AGENT_ID:
             return f"The Pi agent's token reads through the API ({api}), not the pages"
         if self.max_scope_for(actor) == "session":
-            return ("These pages need at least the project scope; this actor may read only its current "
-                    f"session, through the API with journal= ({api})")
+            return (
+                "These pages need at least the project scope; this actor may read only its current "
+                f"session, through the API with journal= ({api})"
+            )
         return None
 
     def close(self) -> None:

@@ -25,7 +25,8 @@ def _json_denied(request) -> Response:
     if request.actor is None:
         return Response.json(
             {"error": "authentication required: send Authorization: Bearer <token> (see pimem token)"},
-            status=401, headers={"www-authenticate": 'Bearer realm="pi-memory"'},
+            status=401,
+            headers={"www-authenticate": 'Bearer realm="pi-memory"'},
         )
     return Response.json({"error": f"permission denied: {ACTION} is required"}, status=403)
 
@@ -45,21 +46,28 @@ async def api_view(datasette, request):
         return Response.json({"error": db.describe_error(e, memory.locations.db_path)}, status=500)
     except Exception:
         logger.exception("pi-memory API error on %s", request.path)
-        return Response.json({"error": "internal error in the pi-memory API; the server log has the details"},
-                             status=500)
+        return Response.json(
+            {"error": "internal error in the pi-memory API; the server log has the details"}, status=500
+        )
     return Response.json(data, headers={"cache-control": "no-store"})
 
 
 async def api_not_found(datasette, request):
     """Any other /-/pi-memory/api path: a JSON 404 naming the routes there are."""
-    return Response.json({"error": f"no API route {request.path}; the routes are {api.route_list()} "
-                                   "(e.g. /-/pi-memory/api/search?q=deploy)"}, status=404)
+    return Response.json(
+        {
+            "error": f"no API route {request.path}; the routes are {api.route_list()} "
+            "(e.g. /-/pi-memory/api/search?q=deploy)"
+        },
+        status=404,
+    )
 
 
 async def ensure_pages_allowed(datasette, request) -> None:
     if not await allowed(datasette, request):
-        raise Forbidden(f"Reading Pi journals needs the {ACTION} permission: log in as root "
-                        "with the link pimem serve printed")
+        raise Forbidden(
+            f"Reading Pi journals needs the {ACTION} permission: log in as root with the link pimem serve printed"
+        )
     refusal = state(datasette).page_refusal(request.actor)
     if refusal:
         raise Forbidden(refusal)
@@ -68,8 +76,13 @@ async def ensure_pages_allowed(datasette, request) -> None:
 # ---- pages -----------------------------------------------------------------------------------
 
 KIND_LABELS = {
-    "user": "User", "assistant": "Assistant", "tool_result": "Tool result", "bash": "Bash",
-    "custom": "Extension message", "compaction": "Compaction", "branch_summary": "Branch summary",
+    "user": "User",
+    "assistant": "Assistant",
+    "tool_result": "Tool result",
+    "bash": "Bash",
+    "custom": "Extension message",
+    "compaction": "Compaction",
+    "branch_summary": "Branch summary",
 }
 FOLD_CHARS = 1200
 
@@ -113,15 +126,20 @@ async def index_page(datasette, request):
     memory = state(datasette)
     data = await memory.run(_overview, memory.locations)
     max_scope = memory.max_scope_for(request.actor)
-    return await render(datasette, request, "pi_memory_index.html", {
-        **data,
-        "chart": html.activity_svg(data["activity"]),
-        "scopes": offered(max_scope),
-        "scope": page_default_scope(max_scope),
-        "locations": memory.locations,
-        "empty": data["status"]["journals_total"] == 0,
-        "folders_exist": [(str(d), d.is_dir()) for d in memory.locations.sessions_dirs],
-    })
+    return await render(
+        datasette,
+        request,
+        "pi_memory_index.html",
+        {
+            **data,
+            "chart": html.activity_svg(data["activity"]),
+            "scopes": offered(max_scope),
+            "scope": page_default_scope(max_scope),
+            "locations": memory.locations,
+            "empty": data["status"]["journals_total"] == 0,
+            "folders_exist": [(str(d), d.is_dir()) for d in memory.locations.sessions_dirs],
+        },
+    )
 
 
 def _search_page_data(conn, locations, action, params: dict, max_scope, searched: bool):
@@ -151,14 +169,20 @@ async def _search_or_summaries(datasette, request, action: str):
     searched = action == "summaries" or "q" in request.args or bool(params["kinds"])
     data = await memory.run(_search_page_data, memory.locations, action, params, max_scope, searched)
     kinds = journal.SUMMARY_KINDS if action == "summaries" else journal.KINDS
-    return await render(datasette, request, "pi_memory_search.html", {
-        **data,
-        "action": action,
-        "params": params,
-        "scopes": offered(max_scope),
-        "kinds": kinds,
-        "title": "Summaries" if action == "summaries" else "Search",
-    }, status=400 if data["error"] else 200)
+    return await render(
+        datasette,
+        request,
+        "pi_memory_search.html",
+        {
+            **data,
+            "action": action,
+            "params": params,
+            "scopes": offered(max_scope),
+            "kinds": kinds,
+            "title": "Summaries" if action == "summaries" else "Search",
+        },
+        status=400 if data["error"] else 200,
+    )
 
 
 async def summaries_page(datasette, request):
@@ -166,8 +190,14 @@ async def summaries_page(datasette, request):
 
 
 def _read_data(conn, locations, params: dict, max_scope):
-    request = ReadRequest.create(params["id"] or "", session_id=params["session_id"], cwd=params["cwd"],
-                                 scope=params["scope"], offset=params["offset"], max_scope=max_scope)
+    request = ReadRequest.create(
+        params["id"] or "",
+        session_id=params["session_id"],
+        cwd=params["cwd"],
+        scope=params["scope"],
+        offset=params["offset"],
+        max_scope=max_scope,
+    )
     return query.read(conn, locations, request)
 
 
@@ -177,8 +207,13 @@ async def read_page(datasette, request):
     max_scope = memory.max_scope_for(request.actor)
     params = query_args(request.args)
     if not params["id"]:
-        return await render(datasette, request, "pi_memory_read.html", {
-            "params": params, "reply": None, "error": "Which entry? Open one from a search (e.g. read?id=c3d4e5f6)"}, status=400)
+        return await render(
+            datasette,
+            request,
+            "pi_memory_read.html",
+            {"params": params, "reply": None, "error": "Which entry? Open one from a search (e.g. read?id=c3d4e5f6)"},
+            status=400,
+        )
     if params["scope"] is None:
         params["scope"] = "session" if params["session_id"] else page_default_scope(max_scope)
     error = None
@@ -189,9 +224,17 @@ async def read_page(datasette, request):
         reply = await memory.run(_read_data, memory.locations, params, max_scope)
     except UserError as e:
         error = str(e)
-    return await render(datasette, request, "pi_memory_read.html", {
-        "params": params, "reply": reply, "error": error,
-    }, status=400 if error else 200)
+    return await render(
+        datasette,
+        request,
+        "pi_memory_read.html",
+        {
+            "params": params,
+            "reply": reply,
+            "error": error,
+        },
+        status=400 if error else 200,
+    )
 
 
 def _session_data(conn, locations, session_id, offset):
@@ -207,9 +250,17 @@ async def session_page(datasette, request):
         if offset < 0:
             raise ValueError
     except ValueError:
-        return await render(datasette, request, "pi_memory_read.html", {
-            "params": query_args(request.args), "reply": None,
-            "error": "offset must be a whole number, 0 or more (e.g. offset=200)"}, status=400)
+        return await render(
+            datasette,
+            request,
+            "pi_memory_read.html",
+            {
+                "params": query_args(request.args),
+                "reply": None,
+                "error": "offset must be a whole number, 0 or more (e.g. offset=200)",
+            },
+            status=400,
+        )
     data = await memory.run(_session_data, memory.locations, session_id, offset)
     if data is None:
         raise NotFound(f"No indexed session {session_id}")

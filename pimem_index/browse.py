@@ -6,7 +6,7 @@ fingerprint) and redacted; nothing here reads a file outside the journal folders
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
 
@@ -62,19 +62,31 @@ class SessionJournal(NamedTuple):
 SESSION_JOURNAL_COLUMNS = ", ".join(SessionJournal._fields)
 
 
-def session(conn: db.Connection, locations: Locations, session_id: str, *, offset: int = 0,
-            limit: int = SESSION_PAGE, max_chars: int = 20_000) -> dict | None:
+def session(
+    conn: db.Connection,
+    locations: Locations,
+    session_id: str,
+    *,
+    offset: int = 0,
+    limit: int = SESSION_PAGE,
+    max_chars: int = 20_000,
+) -> dict | None:
     """A session's header and a page of its entries in journal order, each reread and redacted.
 
     Returns None when no indexed journal has that session id.
     """
-    files = [SessionJournal._make(row) for row in conn.execute(
-        f"SELECT {SESSION_JOURNAL_COLUMNS} FROM files WHERE session_id = ? ORDER BY started, id", (session_id,))]
+    files = [
+        SessionJournal._make(row)
+        for row in conn.execute(
+            f"SELECT {SESSION_JOURNAL_COLUMNS} FROM files WHERE session_id = ? ORDER BY started, id", (session_id,)
+        )
+    ]
     if not files:
         return None
     total = sum(f.entry_count for f in files)
-    rows = select_entries(conn, "f.session_id = ? ORDER BY f.started, f.id, e.line LIMIT ? OFFSET ?",
-                          (session_id, limit, offset))
+    rows = select_entries(
+        conn, "f.session_id = ? ORDER BY f.started, f.id, e.line LIMIT ? OFFSET ?", (session_id, limit, offset)
+    )
     first = files[0]
     children = conn.execute(
         "SELECT session_id, name, started FROM files WHERE parent_session = ? ORDER BY started",
@@ -105,7 +117,7 @@ def entry_text(conn: db.Connection, locations: Locations, rowid: int, max_chars:
 
 def activity(conn: db.Connection, days: int = 60, today: date | None = None) -> list[dict]:
     """Entries and sessions per UTC day over the last `days` days, oldest first, zeros included."""
-    today = today or datetime.now(timezone.utc).date()
+    today = today or datetime.now(UTC).date()
     start = today - timedelta(days=days - 1)
     counts = {
         day: (entries, sessions)
@@ -138,8 +150,18 @@ def recent_sessions(conn: db.Connection, locations: Locations, limit: int = 15) 
             if first:
                 text, _missing, _total = _text(conn, locations, first[0], TITLE_CHARS * 4)
                 title = one_line(text, TITLE_CHARS) if text else None
-        out.append({"session_id": sid, "title": title, "name": name, "cwd": cwd, "started": started,
-                    "last_timestamp": last, "entries": count, "bytes": size})
+        out.append(
+            {
+                "session_id": sid,
+                "title": title,
+                "name": name,
+                "cwd": cwd,
+                "started": started,
+                "last_timestamp": last,
+                "entries": count,
+                "bytes": size,
+            }
+        )
     return out
 
 

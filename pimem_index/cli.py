@@ -16,11 +16,10 @@ from importlib.metadata import entry_points
 import click
 import orjson
 
-from . import __version__, db, forget, indexer, journal, lease, query, parsing, requests, store
+from . import __version__, db, forget, indexer, journal, lease, parsing, query, requests, store
 from .errors import UserError
 from .locations import Locations, checked_journal, discover, resolve
 from .requests import ReadRequest, SearchRequest
-
 
 COMMAND_PLUGINS = "pimem_index.commands"  # entry points: a function that adds commands to the pimem group
 
@@ -52,8 +51,10 @@ class Group(click.Group):
             try:
                 plugin.load()(self)
             except Exception as e:
-                click.echo(f"pimem: skipped the commands of plugin {plugin.name} ({plugin.value}): "
-                           f"{type(e).__name__}: {e}", err=True)
+                click.echo(
+                    f"pimem: skipped the commands of plugin {plugin.name} ({plugin.value}): {type(e).__name__}: {e}",
+                    err=True,
+                )
 
     def invoke(self, ctx):
         try:
@@ -65,8 +66,7 @@ class Group(click.Group):
         except indexer.ParserStopped as e:
             raise click.ClickException(str(e)) from None
         except KeyboardInterrupt:
-            click.echo("\nInterrupted: everything indexed so far is kept; run the command again to go on.",
-                       err=True)
+            click.echo("\nInterrupted: everything indexed so far is kept; run the command again to go on.", err=True)
             ctx.exit(130)
 
 
@@ -76,11 +76,21 @@ DB_PATH_KEY = "pimem.db_path"  # in click's shared ctx.meta: the index the comma
 def common(fn):
     """--db and --sessions-dir, accepted by every command."""
 
-    @click.option("--db", "db_path", metavar="PATH", envvar="PIMEM_DB",
-                  help="Index file [default: <agent folder>/pi-memory/history.sqlite; env PIMEM_DB]")
-    @click.option("--sessions-dir", "sessions_dirs", metavar="DIR", multiple=True,
-                  type=click.Path(file_okay=False),
-                  help="Another folder of journals (repeatable; env PIMEM_SESSIONS_DIRS)")
+    @click.option(
+        "--db",
+        "db_path",
+        metavar="PATH",
+        envvar="PIMEM_DB",
+        help="Index file [default: <agent folder>/pi-memory/history.sqlite; env PIMEM_DB]",
+    )
+    @click.option(
+        "--sessions-dir",
+        "sessions_dirs",
+        metavar="DIR",
+        multiple=True,
+        type=click.Path(file_okay=False),
+        help="Another folder of journals (repeatable; env PIMEM_SESSIONS_DIRS)",
+    )
     @functools.wraps(fn)
     def wrapper(db_path, sessions_dirs, **kwargs):
         locations = resolve(db_path, sessions_dirs)
@@ -101,8 +111,16 @@ def location_args(locations: Locations) -> list[str]:
 def watch_command(locations: Locations, interval: float) -> list[str]:
     """The command line of a `pimem index --watch` process on these locations (what pimem serve
     supervises), run with this interpreter."""
-    return [sys.executable, "-m", "pimem_index", "index", "--watch", "--interval", str(interval),
-            *location_args(locations)]
+    return [
+        sys.executable,
+        "-m",
+        "pimem_index",
+        "index",
+        "--watch",
+        "--interval",
+        str(interval),
+        *location_args(locations),
+    ]
 
 
 def open_index(locations: Locations, *, create: bool = True) -> db.Connection:
@@ -115,8 +133,10 @@ def open_index(locations: Locations, *, create: bool = True) -> db.Connection:
     if path.is_dir():
         raise UserError(f"{path} is a folder; --db takes the index file (e.g. --db {path / 'history.sqlite'})")
     if not create and not path.exists():
-        raise UserError(f"there is no index at {path} yet; make one with: pimem index"
-                        + ("" if path == locations.memory_dir / "history.sqlite" else f" --db {path}"))
+        raise UserError(
+            f"there is no index at {path} yet; make one with: pimem index"
+            + ("" if path == locations.memory_dir / "history.sqlite" else f" --db {path}")
+        )
     try:
         if create:
             _private_memory_dir(locations)
@@ -152,8 +172,9 @@ def cli():
 @common
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON")
 @click.option("--watch", is_flag=True, help="Keep indexing new lines until interrupted")
-@click.option("--interval", default=1.0, show_default=True, metavar="SECONDS",
-              help="With --watch: pause between passes")
+@click.option(
+    "--interval", default=1.0, show_default=True, metavar="SECONDS", help="With --watch: pause between passes"
+)
 def index_cmd(locations: Locations, journals, as_json, watch, interval):
     """Index new journal lines: the given JOURNALS, else every journal, newest first.
 
@@ -184,8 +205,12 @@ def index_cmd(locations: Locations, journals, as_json, watch, interval):
         bar.update(1)
 
     try:
-        report = indexer.index_all(conn, locations, journals=[os.path.abspath(j) for j in journals] or None,
-                                   progress=progress if show_bar else None)
+        report = indexer.index_all(
+            conn,
+            locations,
+            journals=[os.path.abspath(j) for j in journals] or None,
+            progress=progress if show_bar else None,
+        )
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
@@ -193,12 +218,17 @@ def index_cmd(locations: Locations, journals, as_json, watch, interval):
         emit_json(report.as_json())
         return
     if report.lease_holder:
-        click.echo(f"Another indexer ({report.lease_holder}) is indexing every journal; "
-                   "nothing done. Name journals to index them now: pimem index FILE.jsonl", err=True)
+        click.echo(
+            f"Another indexer ({report.lease_holder}) is indexing every journal; "
+            "nothing done. Name journals to index them now: pimem index FILE.jsonl",
+            err=True,
+        )
         return
     mb = report.bytes_read / 1e6
-    click.echo(f"Indexed {report.entries_added:,} entries from {report.files:,} journals "
-               f"({mb:,.1f} MB) in {report.seconds:.1f}s")
+    click.echo(
+        f"Indexed {report.entries_added:,} entries from {report.files:,} journals "
+        f"({mb:,.1f} MB) in {report.seconds:.1f}s"
+    )
     if report.reindexed:
         click.echo(f"Reindexed from the start: {report.reindexed} rewritten or shrunk journals")
     if report.removed:
@@ -206,7 +236,9 @@ def index_cmd(locations: Locations, journals, as_json, watch, interval):
     if report.malformed:
         click.echo(f"Skipped {report.malformed} malformed lines")
     if report.outside:
-        click.echo(f"Skipped {report.outside} links resolving outside the journal folders (not read; see: pimem status)")
+        click.echo(
+            f"Skipped {report.outside} links resolving outside the journal folders (not read; see: pimem status)"
+        )
     if report.failed:
         click.echo(f"Could not index {report.failed} journals; they are tried again later (pimem status says why)")
 
@@ -229,8 +261,7 @@ def _watch(conn, locations: Locations, journals, interval: float) -> None:
                 conn, opened = store.open_index(locations.db_path), now
             error = _watch_pass(conn, locations, journals, owner)
             if error is not None and error != last_error:
-                click.echo(f"pimem index --watch: a pass stopped ({error}); trying again every {interval:g}s",
-                           err=True)
+                click.echo(f"pimem index --watch: a pass stopped ({error}); trying again every {interval:g}s", err=True)
             last_error = error
             time.sleep(interval)
     except KeyboardInterrupt:
@@ -244,9 +275,13 @@ def _check_in_folders(locations: Locations, path: str) -> None:
         checked_journal(locations, os.path.abspath(path))
     except UserError:
         folders = ", ".join(str(d) for d in locations.sessions_dirs)
-        raise UserError(f"{path} is not a .jsonl journal inside the journal folders ({folders}) "
-                        "(e.g. pimem index ~/.pi/agent/sessions/--home-u-app--/<file>.jsonl, "
-                        "or add its folder: pimem index --sessions-dir DIR FILE.jsonl)") from None
+        raise UserError(
+            f"{path} is not a .jsonl journal inside the journal folders ({folders}) "
+            "(e.g. pimem index ~/.pi/agent/sessions/--home-u-app--/<file>.jsonl, "
+            "or add its folder: pimem index --sessions-dir DIR FILE.jsonl)"
+        ) from None
+
+
 def _watch_pass(conn, locations: Locations, journals, owner: str) -> str | None:
     """One pass of --watch; what stopped it, in one line, instead of raising it (so the loop, and
     the server that supervises it, go on: the next pass tries again). Ctrl-C and SIGTERM still stop."""
@@ -317,15 +352,18 @@ def rebuild(locations: Locations, as_json):
     if as_json:
         emit_json(report.as_json())
     else:
-        click.echo(f"Rebuilt {locations.db_path}: {report.entries_added:,} entries from "
-                   f"{report.files:,} journals in {report.seconds:.1f}s")
+        click.echo(
+            f"Rebuilt {locations.db_path}: {report.entries_added:,} entries from "
+            f"{report.files:,} journals in {report.seconds:.1f}s"
+        )
 
 
 @cli.command()
 @common
 @click.option("--confirm", is_flag=True, help="Delete exactly the journals of the last preview")
-@click.option("--current", metavar="JOURNAL", type=click.Path(dir_okay=False),
-              help="The journal in use now: never a candidate")
+@click.option(
+    "--current", metavar="JOURNAL", type=click.Path(dir_okay=False), help="The journal in use now: never a candidate"
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the preview or the result as JSON")
 def gc(locations: Locations, confirm, current, as_json):
     """Preview junk journals; with --confirm, delete the previewed ones that have not changed.
@@ -348,10 +386,14 @@ def gc(locations: Locations, confirm, current, as_json):
             emit_json(data)
             return
         for c in data["candidates"]:
-            click.echo(f"{c['path']}\n  {c['cwd'] or '?'}  started {_local_time(c['started'])}  "
-                       f"{c['size'] / 1e3:,.1f} kB  {c['entries']} entries  - {c['reason']}")
-        click.echo(f"{data['total_files']} junk journals, {data['total_bytes'] / 1e6:,.2f} MB, "
-                   f"{data['total_entries']} entries.")
+            click.echo(
+                f"{c['path']}\n  {c['cwd'] or '?'}  started {_local_time(c['started'])}  "
+                f"{c['size'] / 1e3:,.1f} kB  {c['entries']} entries  - {c['reason']}"
+            )
+        click.echo(
+            f"{data['total_files']} junk journals, {data['total_bytes'] / 1e6:,.2f} MB, "
+            f"{data['total_entries']} entries."
+        )
         if data["total_files"]:
             click.echo("Delete exactly these (unless they change) with: pimem gc --confirm")
         return
@@ -363,8 +405,7 @@ def gc(locations: Locations, confirm, current, as_json):
         click.echo(f"{'Trashed' if d['removed'] == 'trash' else 'Deleted'} {d['path']}")
     for s_ in data["skipped"]:
         click.echo(f"Kept {s_['path']}: {s_['skipped']}")
-    click.echo(f"{len(data['deleted'])} deleted ({data['deleted_bytes'] / 1e6:,.2f} MB), "
-               f"{len(data['skipped'])} kept.")
+    click.echo(f"{len(data['deleted'])} deleted ({data['deleted_bytes'] / 1e6:,.2f} MB), {len(data['skipped'])} kept.")
 
 
 @cli.command(name="forget")
@@ -394,8 +435,11 @@ def forget_cmd(locations: Locations, entry_id, session_id, show_list, as_json):
         if not records:
             click.echo("Nothing is forgotten.")
         for r in records:
-            what = f"entry {r['entry_id']} in session {r['session_id']}" if r.get("entry_id") else \
-                f"session {r['session_id']}"
+            what = (
+                f"entry {r['entry_id']} in session {r['session_id']}"
+                if r.get("entry_id")
+                else f"session {r['session_id']}"
+            )
             click.echo(f"{_local_time(r['at'])}  {what}")
         return
     if not entry_id and not session_id:
@@ -409,8 +453,10 @@ def forget_cmd(locations: Locations, entry_id, session_id, show_list, as_json):
         emit_json(record)
     else:
         what = f"entry {entry_id}" if entry_id else "session"
-        click.echo(f"Forgot {what} in session {record['session_id']} (undo: pimem unforget "
-                   f"{entry_id + ' ' if entry_id else ''}--session {record['session_id']})")
+        click.echo(
+            f"Forgot {what} in session {record['session_id']} (undo: pimem unforget "
+            f"{entry_id + ' ' if entry_id else ''}--session {record['session_id']})"
+        )
 
 
 @cli.command()
@@ -433,24 +479,35 @@ def unforget(locations: Locations, entry_id, session_id):
     click.echo(f"Restored {what} in session {record['session_id']}")
 
 
-QUERY_LIMITS = (f"A QUERY holds at most {requests.MAX_TERMS} distinct words, and a search that runs longer "
-                f"than {query.QUERY_SECONDS:g} s stops with an error.")
+QUERY_LIMITS = (
+    f"A QUERY holds at most {requests.MAX_TERMS} distinct words, and a search that runs longer "
+    f"than {query.QUERY_SECONDS:g} s stops with an error."
+)
 
 
 def search_options(fn):
     """The filters search and summaries share."""
     options = [
-        click.option("--scope", type=str, default="project", show_default=True,
-                     help="session, project or global"),
-        click.option("--cwd", type=click.Path(file_okay=False), default=None,
-                     help="Folder whose project to search [default: the current folder]"),
+        click.option("--scope", type=str, default="project", show_default=True, help="session, project or global"),
+        click.option(
+            "--cwd",
+            type=click.Path(file_okay=False),
+            default=None,
+            help="Folder whose project to search [default: the current folder]",
+        ),
         click.option("--session", "session_id", metavar="ID", help="Session id (for --scope session)"),
         click.option("--since", metavar="DATE", help="From this day (YYYY-MM-DD, local) or ISO date-time"),
         click.option("--until", metavar="DATE", help="Up to this day (YYYY-MM-DD, local) or ISO date-time"),
-        click.option("--kind", "kinds", multiple=True, metavar="KIND",
-                     help="Entry kind, repeatable: " + ", ".join(journal.KINDS)),
-        click.option("--limit", default=requests.DEFAULT_LIMIT, show_default=True, metavar="N",
-                     help=f"Results, 1 to {requests.MAX_LIMIT}"),
+        click.option(
+            "--kind", "kinds", multiple=True, metavar="KIND", help="Entry kind, repeatable: " + ", ".join(journal.KINDS)
+        ),
+        click.option(
+            "--limit",
+            default=requests.DEFAULT_LIMIT,
+            show_default=True,
+            metavar="N",
+            help=f"Results, 1 to {requests.MAX_LIMIT}",
+        ),
         click.option("--json", "as_json", is_flag=True, help="Print JSON (the same shape as the HTTP API)"),
         click.option("--no-index", is_flag=True, help="Search the index as it is, without indexing new lines first"),
     ]
@@ -557,8 +614,12 @@ def _mark(text: str, terms: list[str]) -> str:
 @click.argument("entry_id")
 @common
 @click.option("--session", "session_id", metavar="ID", help="Prefer this session's entry")
-@click.option("--cwd", type=click.Path(file_okay=False), default=None,
-              help="Folder whose project to read in [default: the current folder]")
+@click.option(
+    "--cwd",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Folder whose project to read in [default: the current folder]",
+)
 @click.option("--scope", type=str, default="project", show_default=True, help="session, project or global")
 @click.option("--offset", default="0", metavar="N", help="Character offset of the page (16,000 a page)")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (the same shape as the HTTP API)")
@@ -587,8 +648,7 @@ def read(locations: Locations, entry_id, as_json, no_index, **options):
         click.echo(data["text"])
         if data["next_offset"] is not None:
             click.echo()
-            click.secho(f"[{data['total_chars']:,} characters; next page: --offset {data['next_offset']}]",
-                        fg="yellow")
+            click.secho(f"[{data['total_chars']:,} characters; next page: --offset {data['next_offset']}]", fg="yellow")
     elif status_ == "ambiguous":
         click.echo(f"{entry_id} names several entries; pass --session to choose one:")
         for c in data["candidates"]:
@@ -596,5 +656,6 @@ def read(locations: Locations, entry_id, as_json, no_index, **options):
     elif status_ == "unavailable":
         raise UserError(f"{entry_id} is unavailable: {data['reason']}")
     else:
-        raise UserError(f"no entry {entry_id} in the {data['scope']} scope "
-                        "(try --scope global, or pimem search to find ids)")
+        raise UserError(
+            f"no entry {entry_id} in the {data['scope']} scope (try --scope global, or pimem search to find ids)"
+        )

@@ -9,8 +9,8 @@ except ImportError:  # pragma: no cover - platforms without the wheel
 
 import errno
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from .errors import UserError
 
@@ -45,11 +45,15 @@ def describe_error(error: BaseException, path=None) -> str:
     if kind == "busy":
         return f"{where} is locked by another process; try again in a moment"
     if kind == "notadb":
-        return (f"{where} is not a pimem index (not a SQLite database); point --db elsewhere "
-                "(e.g. --db ~/.pi/agent/pi-memory/history.sqlite), or delete it if pimem made it")
+        return (
+            f"{where} is not a pimem index (not a SQLite database); point --db elsewhere "
+            "(e.g. --db ~/.pi/agent/pi-memory/history.sqlite), or delete it if pimem made it"
+        )
     if kind == "corrupt":
-        return (f"{where} is damaged ({error}); delete it and its -wal and -shm files: "
-                "the next pimem index builds it again from the journals")
+        return (
+            f"{where} is damaged ({error}); delete it and its -wal and -shm files: "
+            "the next pimem index builds it again from the journals"
+        )
     if kind == "io":
         return f"could not read or write {where} ({error}); check the disk"
     if isinstance(error, OSError):
@@ -58,13 +62,24 @@ def describe_error(error: BaseException, path=None) -> str:
 
 
 _SQLITE_KINDS = {
-    sqlite3.SQLITE_READONLY: "readonly", sqlite3.SQLITE_PERM: "readonly", sqlite3.SQLITE_CANTOPEN: "cantopen",
-    sqlite3.SQLITE_AUTH: "readonly", sqlite3.SQLITE_FULL: "full", sqlite3.SQLITE_BUSY: "busy",
-    sqlite3.SQLITE_LOCKED: "busy", sqlite3.SQLITE_NOTADB: "notadb", sqlite3.SQLITE_CORRUPT: "corrupt",
+    sqlite3.SQLITE_READONLY: "readonly",
+    sqlite3.SQLITE_PERM: "readonly",
+    sqlite3.SQLITE_CANTOPEN: "cantopen",
+    sqlite3.SQLITE_AUTH: "readonly",
+    sqlite3.SQLITE_FULL: "full",
+    sqlite3.SQLITE_BUSY: "busy",
+    sqlite3.SQLITE_LOCKED: "busy",
+    sqlite3.SQLITE_NOTADB: "notadb",
+    sqlite3.SQLITE_CORRUPT: "corrupt",
     sqlite3.SQLITE_IOERR: "io",
 }
-_OS_KINDS = {errno.EACCES: "readonly", errno.EPERM: "readonly", errno.EROFS: "readonly",
-             errno.ENOSPC: "full", errno.EDQUOT: "full"}
+_OS_KINDS = {
+    errno.EACCES: "readonly",
+    errno.EPERM: "readonly",
+    errno.EROFS: "readonly",
+    errno.ENOSPC: "full",
+    errno.EDQUOT: "full",
+}
 
 
 def _error_kind(error: BaseException) -> str | None:
@@ -79,19 +94,14 @@ def check_sqlite_version(version: tuple[int, ...] = sqlite3.sqlite_version_info)
     """Refuse a SQLite too old for contentless_delete, naming the fix."""
     if tuple(version) < MIN_SQLITE:
         have = ".".join(str(p) for p in version)
-        raise UserError(
-            f"SQLite {have} is too old: pimem needs 3.43 or newer "
-            "(run: pip install pysqlite3-binary)"
-        )
+        raise UserError(f"SQLite {have} is too old: pimem needs 3.43 or newer (run: pip install pysqlite3-binary)")
 
 
 def connect(path: str, *, readonly: bool = False) -> sqlite3.Connection:
     """Open the index in autocommit mode with WAL and a busy timeout; callers BEGIN themselves."""
     check_sqlite_version()
     if readonly:
-        conn = sqlite3.connect(
-            f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
-        )
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
     else:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

@@ -9,7 +9,7 @@ unforgetting reindexes what it touched. This module sits above indexing and rere
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import orjson
 
@@ -33,33 +33,37 @@ def _append(locations: Locations, record: dict) -> None:
 
 
 def _now() -> str:
-    return journal.iso_utc(datetime.now(timezone.utc))
+    return journal.iso_utc(datetime.now(UTC))
 
 
 def _find_entry(conn: db.Connection, entry_id: str, session_id: str | None) -> EntryRow:
     """The one entry with this id (in this session), or a UserError saying how to name it."""
-    rows = (select_entries(conn, "e.id = ? AND e.session_id = ?", (entry_id, session_id)) if session_id
-            else select_entries(conn, "e.id = ?", (entry_id,)))
+    rows = (
+        select_entries(conn, "e.id = ? AND e.session_id = ?", (entry_id, session_id))
+        if session_id
+        else select_entries(conn, "e.id = ?", (entry_id,))
+    )
     if not rows:
         where = f" in session {session_id}" if session_id else ""
         raise UserError(f"no entry {entry_id}{where} in the index (find ids with: pimem search QUERY --scope global)")
     if len(rows) > 1:
         sessions = ", ".join(sorted({r.session_id or "?" for r in rows}))
-        raise UserError(f"{entry_id} names entries in several sessions ({sessions}); "
-                        f"choose one, e.g. pimem forget {entry_id} --session {rows[0].session_id}")
+        raise UserError(
+            f"{entry_id} names entries in several sessions ({sessions}); "
+            f"choose one, e.g. pimem forget {entry_id} --session {rows[0].session_id}"
+        )
     return rows[0]
 
 
-def forget_entry(conn: db.Connection, locations: Locations, entry_id: str,
-                 session_id: str | None = None) -> dict:
+def forget_entry(conn: db.Connection, locations: Locations, entry_id: str, session_id: str | None = None) -> dict:
     """Record and apply forgetting one entry."""
     row = _find_entry(conn, entry_id, session_id)
     text = reread(conn, row, locations)  # the one place that rereads and checks a line
     record = {"action": "forget", "session_id": row.session_id, "entry_id": entry_id, "at": _now()}
     if text is not None:
         record["text_fingerprint"] = text_fingerprint(
-            journal.Entry(id=entry_id, parent_id=None, timestamp=None, kind=row.kind, role=None,
-                          tool=None, text=text))
+            journal.Entry(id=entry_id, parent_id=None, timestamp=None, kind=row.kind, role=None, tool=None, text=text)
+        )
     _append(locations, record)
     _delete_rows(conn, "SELECT rowid FROM entries WHERE rowid = ?", [row.rowid], row.file_id)
     return record
@@ -69,8 +73,9 @@ def forget_session(conn: db.Connection, locations: Locations, session_id: str) -
     """Record and apply forgetting a whole session: its journals leave `files` for `forgotten_journals`."""
     files = conn.execute("SELECT id FROM files WHERE session_id = ?", (session_id,)).fetchall()
     if not files:
-        if conn.execute("SELECT 1 FROM forgotten_journals WHERE session_key = ?",
-                        (store.forgotten_key(session_id),)).fetchone():
+        if conn.execute(
+            "SELECT 1 FROM forgotten_journals WHERE session_key = ?", (store.forgotten_key(session_id),)
+        ).fetchone():
             raise UserError(f"session {session_id} is already forgotten (undo: pimem unforget --session {session_id})")
         raise UserError(f"no session {session_id} in the index (list sessions with: pimem search --scope global)")
     record = {"action": "forget", "session_id": session_id, "entry_id": None, "at": _now()}
@@ -85,35 +90,39 @@ def _delete_rows(conn: db.Connection, select: str, params: list, file_id: int) -
         rowids = [r[0] for r in conn.execute(select, params)]
         conn.executemany("DELETE FROM entries_fts WHERE rowid = ?", [(r,) for r in rowids])
         conn.executemany("DELETE FROM entries WHERE rowid = ?", [(r,) for r in rowids])
-        conn.execute("UPDATE files SET entry_count = MAX(0, entry_count - ?) WHERE id = ?",
-                     (len(rowids), file_id))
+        conn.execute("UPDATE files SET entry_count = MAX(0, entry_count - ?) WHERE id = ?", (len(rowids), file_id))
 
 
-def unforget(conn: db.Connection, locations: Locations, entry_id: str | None,
-             session_id: str | None) -> dict:
+def unforget(conn: db.Connection, locations: Locations, entry_id: str | None, session_id: str | None) -> dict:
     """Undo one forget and reindex the journals it touched, so the entries return."""
     state = load(locations.memory_dir)
-    matches = [r for r in state.records
-               if (entry_id is None and r.get("entry_id") is None and r.get("session_id") == session_id)
-               or (entry_id is not None and r.get("entry_id") == entry_id
-                   and (session_id is None or r.get("session_id") == session_id))]
+    matches = [
+        r
+        for r in state.records
+        if (entry_id is None and r.get("entry_id") is None and r.get("session_id") == session_id)
+        or (
+            entry_id is not None
+            and r.get("entry_id") == entry_id
+            and (session_id is None or r.get("session_id") == session_id)
+        )
+    ]
     if not matches:
         what = f"entry {entry_id}" if entry_id else f"session {session_id}"
         raise UserError(f"{what} is not forgotten (see: pimem forget --list)")
     if len(matches) > 1:
-        raise UserError(f"{entry_id} is forgotten in several sessions; choose one, "
-                        f"e.g. pimem unforget {entry_id} --session {matches[0]['session_id']}")
+        raise UserError(
+            f"{entry_id} is forgotten in several sessions; choose one, "
+            f"e.g. pimem unforget {entry_id} --session {matches[0]['session_id']}"
+        )
     rec = matches[0]
-    record = {"action": "unforget", "session_id": rec["session_id"], "entry_id": rec.get("entry_id"),
-              "at": _now()}
+    record = {"action": "unforget", "session_id": rec["session_id"], "entry_id": rec.get("entry_id"), "at": _now()}
     _append(locations, record)
     if rec.get("entry_id") is None:
         paths = _unbury_session(conn, locations, rec["session_id"])
     else:
         with db.write(conn):
             conn.execute("UPDATE files SET needs_reindex = 1 WHERE session_id = ?", (rec["session_id"],))
-            paths = [r[0] for r in conn.execute("SELECT path FROM files WHERE session_id = ?",
-                                                (rec["session_id"],))]
+            paths = [r[0] for r in conn.execute("SELECT path FROM files WHERE session_id = ?", (rec["session_id"],))]
     for path in paths:
         indexer.index_journal(conn, path, forgotten=load(locations.memory_dir))
     return record

@@ -112,9 +112,13 @@ def load(memory_dir: Path | None = None) -> Forgotten:
 
 def _decision(rec) -> bool:
     """Whether a decisions-file line is a forget or unforget record pimem could have written."""
-    return (isinstance(rec, dict) and rec.get("action") in ("forget", "unforget")
-            and isinstance(rec.get("session_id"), str) and isinstance(rec.get("entry_id"), (str, type(None)))
-            and isinstance(rec.get("text_fingerprint"), (int, type(None))))
+    return (
+        isinstance(rec, dict)
+        and rec.get("action") in ("forget", "unforget")
+        and isinstance(rec.get("session_id"), str)
+        and isinstance(rec.get("entry_id"), (str, type(None)))
+        and isinstance(rec.get("text_fingerprint"), (int, type(None)))
+    )
 
 
 def _key(rec: dict) -> tuple:
@@ -127,15 +131,15 @@ _BURY_COLUMNS = "path, session_id, inode, head_length, head_fingerprint"
 def bury_sessions(conn: db.Connection, session_ids: list[str]) -> int:
     """Turn these sessions' files rows into forgotten_journals rows; the caller owns the transaction."""
     marks = ",".join("?" * len(session_ids))
-    rows = conn.execute(f"SELECT {_BURY_COLUMNS} FROM files WHERE session_id IN ({marks})",
-                        session_ids).fetchall()
+    rows = conn.execute(f"SELECT {_BURY_COLUMNS} FROM files WHERE session_id IN ({marks})", session_ids).fetchall()
     for path, session_id, inode, head_length, head_fp in rows:
         bury_journal(conn, path, store.forgotten_key(session_id), inode, head_length, head_fp)
     return len(rows)
 
 
-def bury_journal(conn: db.Connection, path: str, session_key: str, inode: int | None,
-                 head_length: int | None, head_fp: int | None) -> None:
+def bury_journal(
+    conn: db.Connection, path: str, session_key: str, inode: int | None, head_length: int | None, head_fp: int | None
+) -> None:
     """Remove a forgotten session's journal's files row, entries and terms, and remember the
     file only by hashes and identity in forgotten_journals. The caller owns the transaction."""
     store.delete_journal(conn, path)
@@ -176,14 +180,17 @@ FORGOTTEN_JOURNAL_COLUMNS = ", ".join(ForgottenJournal._fields)
 
 def journal_rows(conn: db.Connection) -> dict[str, ForgottenJournal]:
     """Every forgotten journal the index knows, by its path key, for a pass to skip them (`parsing.prepare`)."""
-    return {path_key: ForgottenJournal(*values) for path_key, *values in conn.execute(
-        f"SELECT path_key, {FORGOTTEN_JOURNAL_COLUMNS} FROM forgotten_journals")}
+    return {
+        path_key: ForgottenJournal(*values)
+        for path_key, *values in conn.execute(f"SELECT path_key, {FORGOTTEN_JOURNAL_COLUMNS} FROM forgotten_journals")
+    }
 
 
 def journal_row(conn: db.Connection, path: str) -> ForgottenJournal | None:
     """`journal_rows` for one journal."""
-    row = conn.execute(f"SELECT {FORGOTTEN_JOURNAL_COLUMNS} FROM forgotten_journals WHERE path_key = ?",
-                       (store.forgotten_key(path),)).fetchone()
+    row = conn.execute(
+        f"SELECT {FORGOTTEN_JOURNAL_COLUMNS} FROM forgotten_journals WHERE path_key = ?", (store.forgotten_key(path),)
+    ).fetchone()
     return ForgottenJournal._make(row) if row else None
 
 

@@ -19,17 +19,17 @@ import functools
 import itertools
 import os
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
-from . import db, journal, lease, workers, parsing, store
+from . import db, journal, lease, parsing, store, workers
 from . import forgotten as forgotten_set
 from .forgotten import Forgotten
 from .locations import Locations, find_journals
-from .workers import ParserStopped  # noqa: F401  (raised through index_all)
 from .settings import IndexSettings, or_default
+from .workers import ParserStopped  # noqa: F401  (raised through index_all)
 
 # How often a backfill renews its lease and publishes its progress.
 PROGRESS_SECONDS = 1.0
@@ -54,7 +54,7 @@ class IndexReport:
     failed: int = 0
     lease_holder: str | None = None
 
-    def add(self, other: "IndexReport") -> None:
+    def add(self, other: IndexReport) -> None:
         self.files += other.files
         self.entries_added += other.entries_added
         self.bytes_read += other.bytes_read
@@ -92,8 +92,7 @@ class JournalFailed(Exception):
 
 def index_error(error: BaseException) -> bool:
     """Whether an error is the index's own (disk full, read-only, locked, corrupt): it stops a pass."""
-    return (isinstance(error, (db.OperationalError, db.sqlite3.InternalError))
-            or type(error) is db.DatabaseError)
+    return isinstance(error, (db.OperationalError, db.sqlite3.InternalError)) or type(error) is db.DatabaseError
 
 
 @contextlib.contextmanager
@@ -129,8 +128,10 @@ class Failures:
 
     def __init__(self, conn: db.Connection) -> None:
         self.conn = conn
-        self.known = {path: (failures, retry_at) for path, failures, retry_at in
-                      conn.execute("SELECT path, failures, retry_at FROM journal_errors")}
+        self.known = {
+            path: (failures, retry_at)
+            for path, failures, retry_at in conn.execute("SELECT path, failures, retry_at FROM journal_errors")
+        }
 
     def held_back(self, paths: list[Path]) -> set[Path]:
         """The journals among `paths` still waiting for their retry time."""
@@ -148,7 +149,8 @@ class Failures:
                 "INSERT INTO journal_errors (path, reason, at, failures, retry_at) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT(path) DO UPDATE SET reason = excluded.reason, at = excluded.at, "
                 "failures = excluded.failures, retry_at = excluded.retry_at",
-                (key, reason, _now(), failures, retry_at))
+                (key, reason, _now(), failures, retry_at),
+            )
         self.known[key] = (failures, retry_at)
 
     def clear(self, path: str) -> None:
@@ -172,12 +174,15 @@ class Failures:
 
 def failed_journals(conn: db.Connection) -> list[dict]:
     """The journals that could not be indexed, most recent failure first: path, reason and when."""
-    return [{"path": path, "reason": reason, "at": at} for path, reason, at in conn.execute(
-        "SELECT path, reason, at FROM journal_errors ORDER BY at DESC, path")]
+    return [
+        {"path": path, "reason": reason, "at": at}
+        for path, reason, at in conn.execute("SELECT path, reason, at FROM journal_errors ORDER BY at DESC, path")
+    ]
 
 
-def index_journal(conn: db.Connection, path: str | Path, *,
-                  forgotten: Forgotten | None = None, settings: IndexSettings | None = None) -> IndexReport:
+def index_journal(
+    conn: db.Connection, path: str | Path, *, forgotten: Forgotten | None = None, settings: IndexSettings | None = None
+) -> IndexReport:
     """Bring one journal's rows up to date with its complete lines, in batches sized by `settings`.
 
     Entries in `forgotten` (by default, the decisions file in the agent folder) are skipped.
@@ -196,8 +201,9 @@ def index_journal(conn: db.Connection, path: str | Path, *,
                 work = parsing.prepare(_file_row(conn, path), path, forgotten, forgotten_set.journal_row(conn, path))
                 if work is not None:
                     with work:
-                        batches = workers.in_thread(work.batches(settings=settings.for_parsing()),
-                                                    settings.ahead_text_bytes)
+                        batches = workers.in_thread(
+                            work.batches(settings=settings.for_parsing()), settings.ahead_text_bytes
+                        )
                         _apply(conn, work, batches, report, after_batch=settings.after_batch)
                 break
             except _Conflict:
@@ -225,12 +231,20 @@ def _file_rows(conn: db.Connection) -> dict[str, parsing.FileRow]:
     may be forked, and a SQLite connection must not cross a fork). Rows only this pass
     changes, and another indexer's change meanwhile shows as a conflict when writing.
     """
-    return {path: parsing.FileRow(*values)
-            for path, *values in conn.execute(f"SELECT path, {parsing.FILE_COLUMNS} FROM files")}
+    return {
+        path: parsing.FileRow(*values)
+        for path, *values in conn.execute(f"SELECT path, {parsing.FILE_COLUMNS} FROM files")
+    }
 
 
-def _apply(conn: db.Connection, work: parsing.Work, batches: Iterable["parsing.Batch"], report: IndexReport,
-           commit_bytes: int = 0, after_batch: Callable[[parsing.Batch], None] | None = None) -> None:
+def _apply(
+    conn: db.Connection,
+    work: parsing.Work,
+    batches: Iterable[parsing.Batch],
+    report: IndexReport,
+    commit_bytes: int = 0,
+    after_batch: Callable[[parsing.Batch], None] | None = None,
+) -> None:
     """Write a journal's batches; raises _Conflict when another indexer moved it meanwhile.
 
     Each batch commits on its own (or joins the caller's transaction); with `commit_bytes`,
@@ -268,8 +282,9 @@ def _apply(conn: db.Connection, work: parsing.Work, batches: Iterable["parsing.B
             expected = (file_id, batch.end)
     if reset:
         with _journal_trouble(work.path):
-            _write_batch(conn, work.path, work.st, parsing.Batch(start=0, end=0, lines=0, complete=True),
-                         expected, True)
+            _write_batch(
+                conn, work.path, work.st, parsing.Batch(start=0, end=0, lines=0, complete=True), expected, True
+            )
         report.reindexed += 1
         touched = True
     elif row is not None and not touched and (work.st.st_size != row.size or work.st.st_mtime != row.mtime):
@@ -289,7 +304,7 @@ class _Transactions:
         self.text_bytes = text_bytes if not conn.in_transaction else 0
         self.pending = 0
 
-    def __enter__(self) -> "_Transactions":
+    def __enter__(self) -> _Transactions:
         if self.text_bytes:
             self.conn.execute("BEGIN IMMEDIATE")
         return self
@@ -319,13 +334,19 @@ def _touch(conn: db.Connection, file_id: int, st: os.stat_result, cursor: int) -
         )
 
 
-def _from_processes(paths: list[Path], rows: dict[str, tuple], forgotten: Forgotten,
-                    gone: dict[str, tuple], settings: IndexSettings) -> Iterator[tuple]:
+def _from_processes(
+    paths: list[Path], rows: dict[str, tuple], forgotten: Forgotten, gone: dict[str, tuple], settings: IndexSettings
+) -> Iterator[tuple]:
     """`parsing.produce`'s items, parsed and redacted in processes beside this one (a bulk pass)."""
-    items = workers.in_processes(parsing.produce, paths, (rows, forgotten, gone, settings.for_parsing()),
-                                 processes=settings.processes or workers.process_count(),
-                                 message_bytes=settings.message_text_bytes, ahead_bytes=settings.ahead_text_bytes,
-                                 start_method=settings.start_method)
+    items = workers.in_processes(
+        parsing.produce,
+        paths,
+        (rows, forgotten, gone, settings.for_parsing()),
+        processes=settings.processes or workers.process_count(),
+        message_bytes=settings.message_text_bytes,
+        ahead_bytes=settings.ahead_text_bytes,
+        start_method=settings.start_method,
+    )
     try:
         for item in items:
             if item[0] == "batch":
@@ -339,9 +360,7 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: parsing.Batch, expe
     """One short write transaction: rows, terms and the cursor move together. Returns the file id."""
     with db.write(conn):
         current = conn.execute("SELECT id, cursor FROM files WHERE path = ?", (path,)).fetchone()
-        if (current is None) != (expected is None) or (
-            current is not None and tuple(current) != tuple(expected)
-        ):
+        if (current is None) != (expected is None) or (current is not None and tuple(current) != tuple(expected)):
             raise _Conflict()
         if current is None:
             file_id = conn.execute(
@@ -368,36 +387,45 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: parsing.Batch, expe
                 "UPDATE files SET session_id = COALESCE(?, session_id), cwd = COALESCE(?, cwd), "
                 "started = COALESCE(?, started), parent_session = COALESCE(?, parent_session), "
                 "version = ? WHERE id = ?",
-                (header.session_id, header.cwd, header.timestamp, header.parent_session,
-                 header.version, file_id),
+                (header.session_id, header.cwd, header.timestamp, header.parent_session, header.version, file_id),
             )
         if batch.name is not None:
             conn.execute("UPDATE files SET name = ? WHERE id = ?", (batch.name, file_id))
         if batch.rows:
             first = conn.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM entries").fetchone()[0]
-            session_id, cwd = conn.execute(
-                "SELECT session_id, cwd FROM files WHERE id = ?", (file_id,)).fetchone()
+            session_id, cwd = conn.execute("SELECT session_id, cwd FROM files WHERE id = ?", (file_id,)).fetchone()
             _insert_rows(conn, first, file_id, session_id, store.scope_terms(cwd, session_id), batch)
         params = {
-            "id": file_id, "cursor": batch.end, "lines": batch.lines, "n": len(batch.rows),
-            "malformed": batch.malformed, "size": st.st_size,
+            "id": file_id,
+            "cursor": batch.end,
+            "lines": batch.lines,
+            "n": len(batch.rows),
+            "malformed": batch.malformed,
+            "size": st.st_size,
             # mtime is kept only once the journal was read to its end: a pass stopped between
             # two batches leaves it NULL, so the next pass (and status) sees work left.
             "mtime": st.st_mtime if batch.complete else None,
-            "inode": st.st_ino, "now": _now(), "last_ts": batch.last_timestamp,
+            "inode": st.st_ino,
+            "now": _now(),
+            "last_ts": batch.last_timestamp,
         }
         sets = [
-            "cursor = :cursor", "lines = lines + :lines", "entry_count = entry_count + :n",
-            "malformed = malformed + :malformed", "size = :size", "mtime = :mtime",
-            "inode = :inode", "indexed_at = :now", "needs_reindex = 0",
+            "cursor = :cursor",
+            "lines = lines + :lines",
+            "entry_count = entry_count + :n",
+            "malformed = malformed + :malformed",
+            "size = :size",
+            "mtime = :mtime",
+            "inode = :inode",
+            "indexed_at = :now",
+            "needs_reindex = 0",
             "last_timestamp = COALESCE(:last_ts, last_timestamp)",
         ]
         if batch.head is not None:
             sets += ["head_length = :head_length", "head_fingerprint = :head_fp"]
             params["head_length"], params["head_fp"] = batch.head
         if batch.tail is not None:
-            sets += ["tail_offset = :tail_offset", "tail_length = :tail_length",
-                     "tail_fingerprint = :tail_fp"]
+            sets += ["tail_offset = :tail_offset", "tail_length = :tail_length", "tail_fingerprint = :tail_fp"]
             params["tail_offset"], params["tail_length"], params["tail_fp"] = batch.tail
         conn.execute(f"UPDATE files SET {', '.join(sets)} WHERE id = :id", params)
         return file_id
@@ -406,8 +434,14 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: parsing.Batch, expe
 INSERT_COLUMNS = ("rowid", "file_id", "session_id", *parsing.EntryValues._fields)
 # Rows carry "" and parsing.NO_INT for a missing value, turned into NULL here: binding None
 # costs pysqlite3 about 2 us a value (a quarter of the entries' insert time).
-NULLABLE = {"session_id": "NULLIF(?, '')", "parent_id": "NULLIF(?, '')", "timestamp": "NULLIF(?, '')",
-            "role": "NULLIF(?, '')", "tool": "NULLIF(?, '')", "tokens_before": f"NULLIF(?, {parsing.NO_INT})"}
+NULLABLE = {
+    "session_id": "NULLIF(?, '')",
+    "parent_id": "NULLIF(?, '')",
+    "timestamp": "NULLIF(?, '')",
+    "role": "NULLIF(?, '')",
+    "tool": "NULLIF(?, '')",
+    "tokens_before": f"NULLIF(?, {parsing.NO_INT})",
+}
 # Rows per multi-row INSERT: few statements (SQLite releases the GIL for each one, so the
 # parsing thread runs meanwhile; executemany would hand the GIL back and forth per row),
 # in a few fixed sizes so each statement is prepared once and then reused from the cache.
@@ -429,8 +463,9 @@ def _chunks(total: int) -> Iterator[tuple[int, int]]:
             start += size
 
 
-def _insert_rows(conn: db.Connection, first: int, file_id: int, session_id: str | None,
-                 scope: str, batch: "parsing.Batch") -> None:
+def _insert_rows(
+    conn: db.Connection, first: int, file_id: int, session_id: str | None, scope: str, batch: parsing.Batch
+) -> None:
     """Insert a batch's entries and their terms.
 
     Beside a parsing thread, many rows go in each statement (SQLite releases the GIL once per
@@ -440,14 +475,18 @@ def _insert_rows(conn: db.Connection, first: int, file_id: int, session_id: str 
     """
     session_id = session_id or ""  # NULLABLE: no None is bound
     if batch.parsed_apart:
-        conn.executemany(_insert_sql("entries", INSERT_COLUMNS, 1),
-                         [(first + k, file_id, session_id, *row) for k, row in enumerate(batch.rows)])
-        conn.executemany(_insert_sql("entries_fts", ("rowid", "text"), 1),
-                         [(first + k, store.fts_text(text, scope)) for k, text in enumerate(batch.texts)])
+        conn.executemany(
+            _insert_sql("entries", INSERT_COLUMNS, 1),
+            [(first + k, file_id, session_id, *row) for k, row in enumerate(batch.rows)],
+        )
+        conn.executemany(
+            _insert_sql("entries_fts", ("rowid", "text"), 1),
+            [(first + k, store.fts_text(text, scope)) for k, text in enumerate(batch.texts)],
+        )
         return
     for i, n in _chunks(len(batch.rows)):
-        rows = batch.rows[i:i + n]
-        texts = batch.texts[i:i + n]
+        rows = batch.rows[i : i + n]
+        texts = batch.texts[i : i + n]
         rowid = first + i
         params: list = []
         for k, row in enumerate(rows):
@@ -517,8 +556,9 @@ def index_all(
             with db.write(conn):  # a cold build: the indexes are sorted once its rows are in (below)
                 store.drop_entry_indexes(conn)
         last_write = time.monotonic()
-        for done, path in enumerate(_pipelined(conn, paths, rows, forgotten, gone, report, failures, settings,
-                                               bulk=bulk), len(held) + 1):
+        for done, path in enumerate(
+            _pipelined(conn, paths, rows, forgotten, gone, report, failures, settings, bulk=bulk), len(held) + 1
+        ):
             if progress:
                 progress(done, total, path)
             if time.monotonic() - last_write >= PROGRESS_SECONDS and report.files:
@@ -554,8 +594,9 @@ STEADY_MERGE = (4, 16)
 BULK_CACHE_KIB = 16_384
 
 
-def _pending_bytes(rows: dict[str, parsing.FileRow], paths: list[Path],
-                   gone: dict[str, forgotten_set.ForgottenJournal]) -> int:
+def _pending_bytes(
+    rows: dict[str, parsing.FileRow], paths: list[Path], gone: dict[str, forgotten_set.ForgottenJournal]
+) -> int:
     """Roughly how much journal a pass has ahead of it (a forgotten journal is never read)."""
     pending = 0
     for path in paths:
@@ -576,8 +617,9 @@ def _merge_settings(conn: db.Connection, bulk: bool) -> None:
     The choice is made again at every backfill, so a build killed in bulk mode heals.
     """
     wanted = BULK_MERGE if bulk else STEADY_MERGE
-    current = dict(conn.execute(
-        "SELECT k, v FROM entries_fts_config WHERE k IN ('automerge', 'crisismerge')").fetchall())
+    current = dict(
+        conn.execute("SELECT k, v FROM entries_fts_config WHERE k IN ('automerge', 'crisismerge')").fetchall()
+    )
     if (current.get("automerge", 4), current.get("crisismerge", 16)) == wanted:
         return
     with db.write(conn):
@@ -585,9 +627,17 @@ def _merge_settings(conn: db.Connection, bulk: bool) -> None:
             conn.execute("INSERT INTO entries_fts (entries_fts, rank) VALUES (?, ?)", (key, value))
 
 
-def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], forgotten: Forgotten,
-               gone: dict[str, tuple], report: IndexReport, failures: Failures, settings: IndexSettings,
-               bulk: bool = False) -> Iterator[Path]:
+def _pipelined(
+    conn: db.Connection,
+    paths: list[Path],
+    rows: dict[str, tuple],
+    forgotten: Forgotten,
+    gone: dict[str, tuple],
+    report: IndexReport,
+    failures: Failures,
+    settings: IndexSettings,
+    bulk: bool = False,
+) -> Iterator[Path]:
     """Index journals in order, parsing the next ones while this one is written.
 
     Parsing runs in a thread, or for a bulk pass in other processes, so that this process
@@ -597,8 +647,9 @@ def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], f
     if bulk:
         items = _from_processes(paths, rows, forgotten, gone, settings)
     else:
-        items = workers.in_thread(parsing.produce(paths, rows, forgotten, gone, settings.for_parsing()),
-                                  settings.ahead_text_bytes)
+        items = workers.in_thread(
+            parsing.produce(paths, rows, forgotten, gone, settings.for_parsing()), settings.ahead_text_bytes
+        )
     try:
         with workers.collecting_rarely() if bulk else contextlib.nullcontext():
             yield from _write_all(conn, items, forgotten, report, failures, settings)
@@ -606,8 +657,14 @@ def _pipelined(conn: db.Connection, paths: list[Path], rows: dict[str, tuple], f
         items.close()  # stops the thread or the processes at once, however this pass ends
 
 
-def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: Forgotten,
-               report: IndexReport, failures: Failures, settings: IndexSettings) -> Iterator[Path]:
+def _write_all(
+    conn: db.Connection,
+    items: Iterator[tuple],
+    forgotten: Forgotten,
+    report: IndexReport,
+    failures: Failures,
+    settings: IndexSettings,
+) -> Iterator[Path]:
     """The writing side of `_pipelined`: small journals grouped, large ones batch by batch.
 
     A journal that fails is recorded and skipped; a group it was in is written again without it.
@@ -618,8 +675,14 @@ def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: Forgotten
     def flush() -> Iterator[Path]:
         """Write the small journals gathered so far in one transaction (fewer FTS5 flushes)."""
         nonlocal group, group_bytes
-        _write_group(conn, [(work, batches) for _p, work, batches in group if work is not None],
-                     forgotten, report, failures, settings)
+        _write_group(
+            conn,
+            [(work, batches) for _p, work, batches in group if work is not None],
+            forgotten,
+            report,
+            failures,
+            settings,
+        )
         for path, work, _batches in group:
             if work is None:  # nothing left to index
                 failures.clear(os.path.abspath(path))
@@ -642,8 +705,9 @@ def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: Forgotten
         part = IndexReport()
         rest = _until_end(items)
         try:
-            _apply(conn, work, itertools.chain(batches, rest), part, settings.transaction_text_bytes,
-                   settings.after_batch)
+            _apply(
+                conn, work, itertools.chain(batches, rest), part, settings.transaction_text_bytes, settings.after_batch
+            )
             report.add(part)
             failures.clear(work.path)
         except _Conflict:
@@ -658,8 +722,14 @@ def _write_all(conn: db.Connection, items: Iterator[tuple], forgotten: Forgotten
     yield from flush()
 
 
-def _write_group(conn: db.Connection, group: list[tuple[parsing.Work, list[parsing.Batch]]],
-                 forgotten: Forgotten, report: IndexReport, failures: Failures, settings: IndexSettings) -> None:
+def _write_group(
+    conn: db.Connection,
+    group: list[tuple[parsing.Work, list[parsing.Batch]]],
+    forgotten: Forgotten,
+    report: IndexReport,
+    failures: Failures,
+    settings: IndexSettings,
+) -> None:
     """Write small journals in one transaction. One that fails is recorded and the others are
     written again without it, as parsed; after a conflict each is done again on its own."""
     while group:
@@ -688,7 +758,7 @@ def _failed(failures: Failures, error: JournalFailed, report: IndexReport) -> No
     report.failed += 1
 
 
-def _first_batches(items: Iterator[tuple], n: int) -> Iterator["parsing.Batch"]:
+def _first_batches(items: Iterator[tuple], n: int) -> Iterator[parsing.Batch]:
     """Up to n batches of the current journal; stops early at its end marker (consumed)."""
     for _ in range(n):
         kind, _path, batch = next(items)
@@ -697,7 +767,7 @@ def _first_batches(items: Iterator[tuple], n: int) -> Iterator["parsing.Batch"]:
         yield batch
 
 
-def _until_end(items: Iterator[tuple]) -> Iterator["parsing.Batch"]:
+def _until_end(items: Iterator[tuple]) -> Iterator[parsing.Batch]:
     """The batches of the current journal, up to its end marker."""
     for kind, _path, batch in items:
         if kind == "end":
@@ -727,7 +797,7 @@ def remove_outside(conn: db.Connection, locations: Locations, listed: list[Path]
 
 
 def _now() -> str:
-    return journal.iso_utc(datetime.now(timezone.utc))
+    return journal.iso_utc(datetime.now(UTC))
 
 
 def compact(conn: db.Connection, pages: int = 2000) -> int:
@@ -748,8 +818,11 @@ def compact(conn: db.Connection, pages: int = 2000) -> int:
             return steps
 
 
-def rebuild(locations: Locations, progress: Callable[[int, int, Path], None] | None = None,
-            settings: IndexSettings | None = None) -> IndexReport:
+def rebuild(
+    locations: Locations,
+    progress: Callable[[int, int, Path], None] | None = None,
+    settings: IndexSettings | None = None,
+) -> IndexReport:
     """Build a new index beside the live one, then copy it in as one transaction.
 
     SQLite's backup API replaces the live index's pages atomically, so a server reading it

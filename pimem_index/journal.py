@@ -14,7 +14,7 @@ import os
 import re
 import zlib
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import orjson
 
@@ -105,8 +105,14 @@ def _loads_leniently(line: bytes):
     """The standard library's reading of a line orjson refused, for its strings' sake only: what
     orjson refuses besides (nesting deeper than it reads, NaN, 1e400) stays malformed."""
     try:
-        return _clean(json.loads(line.decode("utf-8", "replace"), parse_constant=_no_constant,
-                                 parse_float=_finite_float, parse_int=_int_as_orjson_reads_it))
+        return _clean(
+            json.loads(
+                line.decode("utf-8", "replace"),
+                parse_constant=_no_constant,
+                parse_float=_finite_float,
+                parse_int=_int_as_orjson_reads_it,
+            )
+        )
     except (ValueError, RecursionError) as e:
         raise Malformed(str(e)) from None
 
@@ -149,13 +155,20 @@ def interpret(obj: dict, lineno: int) -> Header | SessionName | Entry | None:
     if kind == "message":
         return _message_entry(obj, lineno)
     if kind == "compaction":
-        return _entry(obj, lineno, "compaction", _str(obj.get("summary")),
-                      tokens_before=_int64(obj.get("tokensBefore")))
+        return _entry(
+            obj, lineno, "compaction", _str(obj.get("summary")), tokens_before=_int64(obj.get("tokensBefore"))
+        )
     if kind == "branch_summary":
         return _entry(obj, lineno, "branch_summary", _str(obj.get("summary")))
     if kind == "custom_message":
-        return _entry(obj, lineno, "custom", content_text(obj.get("content")),
-                      role="custom", tool=_str_or_none(obj.get("customType")))
+        return _entry(
+            obj,
+            lineno,
+            "custom",
+            content_text(obj.get("content")),
+            role="custom",
+            tool=_str_or_none(obj.get("customType")),
+        )
     if kind == "session":
         version = _int64(obj.get("version"))
         cwd = _str_or_none(obj.get("cwd"))
@@ -173,9 +186,17 @@ def interpret(obj: dict, lineno: int) -> Header | SessionName | Entry | None:
     return None
 
 
-def _entry(obj: dict, lineno: int, kind: str, text: str, *, role: str | None = None,
-           tool: str | None = None, tokens_before: int | None = None,
-           message: dict | None = None) -> Entry:
+def _entry(
+    obj: dict,
+    lineno: int,
+    kind: str,
+    text: str,
+    *,
+    role: str | None = None,
+    tool: str | None = None,
+    tokens_before: int | None = None,
+    message: dict | None = None,
+) -> Entry:
     """An Entry with the keys every entry line shares: id, parentId and timestamp."""
     return Entry(
         id=_entry_id(obj, lineno),
@@ -314,13 +335,13 @@ def normalize_timestamp(value) -> str | None:
         try:
             dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
             if dt.tzinfo is None:
-                dt = dt.replace(tzinfo=timezone.utc)
+                dt = dt.replace(tzinfo=UTC)
             return iso_utc(dt)
         except (ValueError, OverflowError):  # not ISO, or out of range once in UTC (year 1, +01:00)
             return None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
-            return iso_utc(datetime.fromtimestamp(value / 1000, tz=timezone.utc))
+            return iso_utc(datetime.fromtimestamp(value / 1000, tz=UTC))
         except (OverflowError, OSError, ValueError):
             return None
     return None
@@ -338,11 +359,12 @@ def local_time(ts: str | None, empty: str = "") -> str:
 
 def iso_utc(dt: datetime) -> str:
     """Format an aware datetime the way Pi does: UTC with milliseconds and a Z."""
-    dt = dt.astimezone(timezone.utc)
+    dt = dt.astimezone(UTC)
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
 # The fields we read, by type. Each may be absent (or null); any other type makes the line malformed.
+
 
 def _str(value) -> str:
     """A text field: "" when absent."""

@@ -46,8 +46,14 @@ def temp_roots() -> list[str]:
     if configured:
         roots = {os.path.expanduser(d) for d in configured.split(os.pathsep) if d}
     else:
-        roots = {"/tmp", "/var/tmp", "/private/tmp", "/private/var/folders", "/dev/shm",
-                 os.path.realpath(tempfile.gettempdir())}
+        roots = {
+            "/tmp",
+            "/var/tmp",
+            "/private/tmp",
+            "/private/var/folders",
+            "/dev/shm",
+            os.path.realpath(tempfile.gettempdir()),
+        }
     return sorted(r.rstrip("/") or "/" for r in roots)
 
 
@@ -68,8 +74,9 @@ def junk_reason(cwd: str | None, compactions: int, messages_in: int, replies: in
     return None
 
 
-def find_junk(conn: db.Connection, locations: Locations, current: str | None = None,
-              now: float | None = None) -> list[Candidate]:
+def find_junk(
+    conn: db.Connection, locations: Locations, current: str | None = None, now: float | None = None
+) -> list[Candidate]:
     """Journals that are junk, quiet for a day and not the caller's current journal."""
     now = time.time() if now is None else now
     current_real = os.path.realpath(current) if current else None
@@ -133,8 +140,9 @@ def confirm(conn: db.Connection, locations: Locations, now: float | None = None)
         raise UserError("the stored preview is unreadable: run pimem gc again, then pimem gc --confirm") from None
     age = now - data.get("created", 0)
     if age > PREVIEW_MAX_AGE:
-        raise UserError(f"the preview is {age / 60:.0f} minutes old (at most 60): run pimem gc again, "
-                        "then pimem gc --confirm")
+        raise UserError(
+            f"the preview is {age / 60:.0f} minutes old (at most 60): run pimem gc again, then pimem gc --confirm"
+        )
     deleted, skipped = [], []
     for c in data["candidates"]:
         p = c["path"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import orjson
 
@@ -79,10 +79,19 @@ def record_backfill(conn: db.Connection, total: int, done: int, complete: bool) 
     if old and (old.get("journals_total"), old.get("journals_done"), old.get("complete")) == (total, done, complete):
         return
     with db.write(conn):
-        store.set_meta(conn, BACKFILL_KEY, orjson.dumps({
-            "journals_total": total, "journals_done": done, "complete": complete, "at": _now(),
-        }).decode())
+        store.set_meta(
+            conn,
+            BACKFILL_KEY,
+            orjson.dumps(
+                {
+                    "journals_total": total,
+                    "journals_done": done,
+                    "complete": complete,
+                    "at": _now(),
+                }
+            ).decode(),
+        )
 
 
 def _now() -> str:
-    return journal.iso_utc(datetime.now(timezone.utc))
+    return journal.iso_utc(datetime.now(UTC))

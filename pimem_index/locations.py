@@ -8,9 +8,9 @@ journal path a caller may name (`checked_journal`).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from .errors import UserError
 
@@ -91,8 +91,10 @@ def checked_journal(locations: Locations, path: str | None) -> str | None:
         raise UserError(f"journal must be a .jsonl session journal {example}")
     candidate = Path(path)
     if not locations.contains(candidate):
-        raise UserError(f"journal {path} is not inside the journal folders "
-                        f"({', '.join(str(d) for d in locations.sessions_dirs)}) {example}")
+        raise UserError(
+            f"journal {path} is not inside the journal folders "
+            f"({', '.join(str(d) for d in locations.sessions_dirs)}) {example}"
+        )
     try:
         real = candidate.resolve()
         usable = real.name.endswith(".jsonl") and real.is_file()

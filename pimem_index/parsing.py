@@ -12,9 +12,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 from . import journal, store
 from .forgotten import Forgotten, ForgottenJournal
@@ -128,9 +129,7 @@ def _needs_reset(row: FileRow, st: os.stat_result, fh) -> bool:
         return True
     if row.inode is not None and row.inode != st.st_ino:
         return True
-    if row.head_length is not None and (
-        journal.fingerprint(_read_at(fh, 0, row.head_length)) != row.head_fingerprint
-    ):
+    if row.head_length is not None and (journal.fingerprint(_read_at(fh, 0, row.head_length)) != row.head_fingerprint):
         return True
     if row.tail_length is not None and (
         journal.fingerprint(_read_at(fh, row.tail_offset, row.tail_length)) != row.tail_fingerprint
@@ -158,21 +157,32 @@ class Work:
     forget_as: tuple[str, int, int] | None = None
     failure: str | None = None  # deciding its work failed (why): its one batch says so
 
-    def detached(self) -> "Work":
+    def detached(self) -> Work:
         """What the writer needs (no open file, no forget list): a copy that pickles."""
         return dataclasses.replace(self, fh=None, forgotten=None)
 
-    def batches(self, ramp: bool = False, settings: IndexSettings | None = None) -> Iterator["Batch"]:
+    def batches(self, ramp: bool = False, settings: IndexSettings | None = None) -> Iterator[Batch]:
         """The journal's batches, sized by `settings`; with `ramp`, small ones first whatever its
         size. The last is a failure batch if reading failed."""
         if self.failure is not None:
             return iter((Batch(start=self.start, end=self.start, lines=0, failure=self.failure),))
         if self.missing or self.forget_as is not None:
             return iter(())
-        return _failure_last(_batches(self.fh, self.start, self.start_line, self.st.st_size,
-                                      self.session_id, self.forgotten, or_default(settings), ramp), self.start)
+        return _failure_last(
+            _batches(
+                self.fh,
+                self.start,
+                self.start_line,
+                self.st.st_size,
+                self.session_id,
+                self.forgotten,
+                or_default(settings),
+                ramp,
+            ),
+            self.start,
+        )
 
-    def __enter__(self) -> "Work":
+    def __enter__(self) -> Work:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -180,8 +190,7 @@ class Work:
             self.fh.close()
 
 
-def prepare(row: FileRow | None, path: str, forgotten: Forgotten,
-            gone: ForgottenJournal | None = None) -> Work | None:
+def prepare(row: FileRow | None, path: str, forgotten: Forgotten, gone: ForgottenJournal | None = None) -> Work | None:
     """Decide what a journal needs from its file and its row; None when it is unchanged.
 
     `gone` is the journal's forgotten_journals row (`forgotten.journal_rows`), if any: while the
@@ -200,8 +209,12 @@ def prepare(row: FileRow | None, path: str, forgotten: Forgotten,
     work = Work(path, row, fh=fh, st=st, forgotten=forgotten)
     if row is not None:
         unchanged = st.st_size == row.size and st.st_mtime == row.mtime and row.inode == st.st_ino
-        if (unchanged and not row.needs_reindex and time.time() - st.st_mtime > RACY_SECONDS
-                and not _line_after(fh, row.cursor, st.st_size)):
+        if (
+            unchanged
+            and not row.needs_reindex
+            and time.time() - st.st_mtime > RACY_SECONDS
+            and not _line_after(fh, row.cursor, st.st_size)
+        ):
             fh.close()
             return None
         work.reset = _needs_reset(row, st, fh)
@@ -248,8 +261,16 @@ def _failure_last(batches: Iterator[Batch], start: int) -> Iterator[Batch]:
         yield Batch(start=start, end=start, lines=0, failure=failure_reason(e))
 
 
-def _batches(fh, start: int, start_line: int, size: int, session_id: str | None,
-             forgotten: Forgotten, settings: IndexSettings, ramp: bool = False) -> Iterator[Batch]:
+def _batches(
+    fh,
+    start: int,
+    start_line: int,
+    size: int,
+    session_id: str | None,
+    forgotten: Forgotten,
+    settings: IndexSettings,
+    ramp: bool = False,
+) -> Iterator[Batch]:
     """Parse complete lines from `start` up to `size` in batches; an incomplete last line waits.
 
     A large journal's batches (or any journal's, with `ramp`) start small and grow.
@@ -331,11 +352,22 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
         if state.forgotten and state.forgotten.hides(state.session_id, item):
             return 0
         text = item.text
-        batch.rows.append(EntryValues(
-            item.id, item.parent_id or "", item.timestamp or "", item.kind, item.role or "",
-            item.tool or "", len(text), lineno, offset, len(line), fp,
-            NO_INT if item.tokens_before is None else item.tokens_before,
-        ))
+        batch.rows.append(
+            EntryValues(
+                item.id,
+                item.parent_id or "",
+                item.timestamp or "",
+                item.kind,
+                item.role or "",
+                item.tool or "",
+                len(text),
+                lineno,
+                offset,
+                len(line),
+                fp,
+                NO_INT if item.tokens_before is None else item.tokens_before,
+            )
+        )
         redacted = redact(text) if text else ""
         batch.texts.append(redacted)
         if item.timestamp:
@@ -351,9 +383,13 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
     return 0
 
 
-def produce(paths: list[Path], rows: dict[str, FileRow], forgotten: Forgotten,
-            gone: dict[str, ForgottenJournal] | None = None,
-            settings: IndexSettings | None = None) -> Iterator[tuple]:
+def produce(
+    paths: list[Path],
+    rows: dict[str, FileRow],
+    forgotten: Forgotten,
+    gone: dict[str, ForgottenJournal] | None = None,
+    settings: IndexSettings | None = None,
+) -> Iterator[tuple]:
     """The parsing side of a backfill: ("skip"|"work"|"batch"|"end", path, payload) per journal.
 
     Decides each journal's work from the rows the pass started with (`_file_rows`), so
@@ -368,8 +404,9 @@ def produce(paths: list[Path], rows: dict[str, FileRow], forgotten: Forgotten,
     for path in paths:
         path_str = os.path.abspath(path)
         try:
-            work = prepare(rows.get(path_str), path_str, forgotten,
-                           gone.get(store.forgotten_key(path_str)) if gone else None)
+            work = prepare(
+                rows.get(path_str), path_str, forgotten, gone.get(store.forgotten_key(path_str)) if gone else None
+            )
         except Exception as e:
             work = Work(path_str, rows.get(path_str), failure=failure_reason(e))
         if work is None:

@@ -20,8 +20,8 @@ from . import db, forgotten, indexer, lease, store
 from .errors import UserError
 from .locations import Locations, discover, find_journals
 from .redact import redact
-from .reread import ENTRY_COLUMNS, UNAVAILABLE, EntryRow, entry_json, excerpt, reread, select_entries
 from .requests import ReadRequest, SearchRequest, query_terms
+from .reread import ENTRY_COLUMNS, UNAVAILABLE, EntryRow, entry_json, excerpt, reread, select_entries
 from .scope import Scope, resolve_scope, session_of
 
 CANDIDATES = 400
@@ -54,8 +54,10 @@ def time_budget(conn: db.Connection, seconds: float | None = None):
     except db.OperationalError:
         if not expired:
             raise
-        raise UserError(f"the search took longer than {QUERY_SECONDS if seconds is None else seconds:g} s "
-                        'and was stopped: search for fewer or rarer words (e.g. q="widgets migration")') from None
+        raise UserError(
+            f"the search took longer than {QUERY_SECONDS if seconds is None else seconds:g} s "
+            'and was stopped: search for fewer or rarer words (e.g. q="widgets migration")'
+        ) from None
     finally:
         conn.set_progress_handler(None, 0)
 
@@ -99,8 +101,9 @@ def _filters(scope: Scope, since: str | None, until: str | None, kinds: list[str
     return " AND ".join(clauses), params
 
 
-def search(conn: db.Connection, locations: Locations, request: SearchRequest | str | None = None,
-           **fields: Any) -> dict:
+def search(
+    conn: db.Connection, locations: Locations, request: SearchRequest | str | None = None, **fields: Any
+) -> dict:
     """Entries matching every term (else any term), best first with a recency discount.
 
     `request` is a SearchRequest; a query text (or None) and keyword fields build one
@@ -111,8 +114,9 @@ def search(conn: db.Connection, locations: Locations, request: SearchRequest | s
     return _search(conn, locations, request)
 
 
-def summaries(conn: db.Connection, locations: Locations, request: SearchRequest | str | None = None,
-              **fields: Any) -> dict:
+def summaries(
+    conn: db.Connection, locations: Locations, request: SearchRequest | str | None = None, **fields: Any
+) -> dict:
     """Compaction and branch summaries: newest first, or searched, with the same filters.
 
     `request` is a summaries SearchRequest; a query text (or None) and keyword fields build one.
@@ -153,8 +157,15 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
 
 def _scope(conn: db.Connection, request: SearchRequest | ReadRequest) -> Scope:
     """The request's scope, checked against its cap and resolved against the index."""
-    return resolve_scope(conn, request.scope, cwd=request.cwd, session_id=request.session_id,
-                         journal_path=request.journal_path, max_scope=request.max_scope, home=request.home)
+    return resolve_scope(
+        conn,
+        request.scope,
+        cwd=request.cwd,
+        session_id=request.session_id,
+        journal_path=request.journal_path,
+        max_scope=request.max_scope,
+        home=request.home,
+    )
 
 
 # BM25's constants, as FTS5's bm25() uses them.
@@ -179,8 +190,9 @@ def _ranked(conn, terms: list[str], op: str, scope: Scope, where: str, params: l
         held, held_params = "?", [sum(weights)]
     else:
         held = " + ".join(
-            "(CASE WHEN e.rowid IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?) "
-            "THEN ? ELSE 0 END)" for _ in terms)
+            "(CASE WHEN e.rowid IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?) THEN ? ELSE 0 END)"
+            for _ in terms
+        )
         held_params = [p for t, w in zip(terms, weights) for p in (f'"{t}"', w)]
     score = f"({held}) * {BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * e.chars / ?))"
     rows = conn.execute(
@@ -194,8 +206,7 @@ def _ranked(conn, terms: list[str], op: str, scope: Scope, where: str, params: l
 
 def _idf(conn, term: str, count: int) -> float:
     """BM25's inverse document frequency, from how many entries hold the term (FTS5's formula)."""
-    holding = conn.execute(
-        "SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?", (f'"{term}"',)).fetchone()[0]
+    holding = conn.execute("SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?", (f'"{term}"',)).fetchone()[0]
     count = max(count, holding)  # the count may be a minute old while a backfill adds entries
     return max(1e-6, math.log((count - holding + 0.5) / (holding + 0.5)))
 
@@ -218,8 +229,8 @@ def _collection_stats(conn) -> tuple[int, float]:
         average = conn.execute("SELECT avg(chars) FROM entries").fetchone()[0]
     else:
         average = conn.execute(
-            "SELECT avg(chars) FROM (SELECT chars FROM entries ORDER BY rowid DESC LIMIT ?)",
-            (STATS_SAMPLE,)).fetchone()[0]
+            "SELECT avg(chars) FROM (SELECT chars FROM entries ORDER BY rowid DESC LIMIT ?)", (STATS_SAMPLE,)
+        ).fetchone()[0]
     _stats_cache[key] = (now, high, count, average or 0.0)
     return count, average or 0.0
 
@@ -267,31 +278,53 @@ def read(conn: db.Connection, locations: Locations, request: ReadRequest | str |
     if not rows:
         return {"action": "read", "status": "not_found", **sc.as_json()}
     if len(rows) > 1:
-        return {"action": "read", "status": "ambiguous", **sc.as_json(), "candidates": [
-            {"session_id": r.session_id, "timestamp": r.timestamp, "kind": r.kind, "cwd": r.cwd, "journal": r.path}
-            for r in rows
-        ]}
+        return {
+            "action": "read",
+            "status": "ambiguous",
+            **sc.as_json(),
+            "candidates": [
+                {"session_id": r.session_id, "timestamp": r.timestamp, "kind": r.kind, "cwd": r.cwd, "journal": r.path}
+                for r in rows
+            ],
+        }
     row = rows[0]
     if not os.path.exists(row.path):
-        return {"action": "read", "status": "unavailable", **sc.as_json(),
-                "reason": f"the journal {row.path} no longer exists"}
+        return {
+            "action": "read",
+            "status": "unavailable",
+            **sc.as_json(),
+            "reason": f"the journal {row.path} no longer exists",
+        }
     if not locations.contains(Path(row.path)):
-        return {"action": "read", "status": "unavailable", **sc.as_json(),
-                "reason": f"the journal {row.path} is outside the journal folders "
-                          f"({', '.join(str(d) for d in locations.sessions_dirs)})"}
+        return {
+            "action": "read",
+            "status": "unavailable",
+            **sc.as_json(),
+            "reason": f"the journal {row.path} is outside the journal folders "
+            f"({', '.join(str(d) for d in locations.sessions_dirs)})",
+        }
     text = reread(conn, row, locations)
     if text is None:
-        return {"action": "read", "status": "unavailable", **sc.as_json(),
-                "reason": "the journal line changed since it was indexed; the journal is queued for reindexing"}
+        return {
+            "action": "read",
+            "status": "unavailable",
+            **sc.as_json(),
+            "reason": "the journal line changed since it was indexed; the journal is queued for reindexing",
+        }
     clean = redact(text)
     total = len(clean)
     if offset > total:
         raise UserError(f"offset {offset} is past the end of this entry ({total} characters; e.g. offset=0)")
     end = offset + PAGE_CHARS
     return {
-        "action": "read", "status": "ok", **sc.as_json(), "entry": entry_json(row),
-        "text": clean[offset:end], "offset": offset,
-        "next_offset": end if end < total else None, "total_chars": total,
+        "action": "read",
+        "status": "ok",
+        **sc.as_json(),
+        "entry": entry_json(row),
+        "text": clean[offset:end],
+        "offset": offset,
+        "next_offset": end if end < total else None,
+        "total_chars": total,
     }
 
 
@@ -300,16 +333,21 @@ def indexing_state(conn: db.Connection, locations: Locations) -> dict:
     state = lease.backfill_progress(conn)
     if state is None:
         total = len(discover(locations))
-        done = conn.execute("SELECT (SELECT COUNT(*) FROM files) + (SELECT COUNT(*) FROM forgotten_journals)"
-                            ).fetchone()[0]
+        done = conn.execute(
+            "SELECT (SELECT COUNT(*) FROM files) + (SELECT COUNT(*) FROM forgotten_journals)"
+        ).fetchone()[0]
         complete = total == 0
     else:
         total, done, complete = state["journals_total"], state["journals_done"], state["complete"]
-    reply = {"complete": bool(complete), "journals_indexed": min(done, total) if total else done,
-             "journals_total": total}
+    reply = {
+        "complete": bool(complete),
+        "journals_indexed": min(done, total) if total else done,
+        "journals_total": total,
+    }
     if not complete:
-        reply["note"] = (f"indexing is not complete ({reply['journals_indexed']} of {total} journals); "
-                         "results may be incomplete")
+        reply["note"] = (
+            f"indexing is not complete ({reply['journals_indexed']} of {total} journals); results may be incomplete"
+        )
     return reply
 
 
@@ -323,8 +361,10 @@ def status(conn: db.Connection, locations: Locations) -> dict:
         "SELECT COUNT(*) FROM entries WHERE kind IN ('compaction', 'branch_summary')"
     ).fetchone()[0]
     # (size, mtime, queued for reindexing) of each indexed journal: one that differs has work left
-    known = {path: (size, mtime, bool(needs_reindex)) for path, size, mtime, needs_reindex in conn.execute(
-        "SELECT path, size, mtime, needs_reindex FROM files")}
+    known = {
+        path: (size, mtime, bool(needs_reindex))
+        for path, size, mtime, needs_reindex in conn.execute("SELECT path, size, mtime, needs_reindex FROM files")
+    }
     gone = forgotten.journal_rows(conn)
     journals, outside = find_journals(locations)
     pending = 0
@@ -340,10 +380,16 @@ def status(conn: db.Connection, locations: Locations) -> dict:
     db_path = Path(locations.db_path)
     db_bytes = sum(p.stat().st_size for p in (db_path, Path(f"{db_path}-wal")) if p.exists())
     return {
-        "sessions": sessions, "entries": entries, "summaries": summaries_count,
-        "indexed_bytes": indexed, "journals_total": len(journals), "journals_pending": pending,
-        "db_bytes": db_bytes, "schema_version": store.SCHEMA_VERSION,
-        "db": str(db_path), "sessions_dirs": [str(d) for d in locations.sessions_dirs],
+        "sessions": sessions,
+        "entries": entries,
+        "summaries": summaries_count,
+        "indexed_bytes": indexed,
+        "journals_total": len(journals),
+        "journals_pending": pending,
+        "db_bytes": db_bytes,
+        "schema_version": store.SCHEMA_VERSION,
+        "db": str(db_path),
+        "sessions_dirs": [str(d) for d in locations.sessions_dirs],
         "journals_outside": outside,
         "journals_failed": indexer.failed_journals(conn),
     }

@@ -86,10 +86,10 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from re import _constants as _sre  # re's own parser (3.11+, like possessive repeats)
 from re import _parser as _sre_parse
-from typing import Callable, Iterable, Iterator
 
 try:
     import hyperscan
@@ -150,9 +150,7 @@ def _not_after_word(lit: bytes, chars: bytes = rb"A-Za-z0-9_") -> bytes:
     %-escape right before it counts as a boundary (``\\b`` fails after
     ``\\n`` because ``n`` is a word character)."""
     e = re.escape(lit)
-    return (
-        rb"(?:(?<![" + chars + rb"]" + e + rb")|(?<=\\[nrtbf]" + e + rb")|(?<=%[0-9A-Fa-f]{2}" + e + rb"))"
-    )
+    return rb"(?:(?<![" + chars + rb"]" + e + rb")|(?<=\\[nrtbf]" + e + rb")|(?<=%[0-9A-Fa-f]{2}" + e + rb"))"
 
 
 _END_ALNUM = rb"(?![A-Za-z0-9_])"
@@ -234,13 +232,51 @@ _KEY_END = rb"(?![a-z0-9_]|-[a-z0-9])"
 
 # Prefixes that make a name ending in "key" a secret's name whatever its value.
 _STRONG_KEY_PREFIXES = (
-    b"api", b"access", b"secret", b"private", b"account", b"sharedaccess",
-    b"client", b"master", b"encryption", b"signing", b"license", b"licence",
-    b"subscription", b"app", b"auth", b"consumer", b"webhook", b"deploy",
-    b"service", b"admin", b"stripe", b"openai", b"anthropic", b"session",
-    b"cookie", b"hmac", b"jwt", b"crypt", b"sign", b"x-api", b"x_api",
-    b"token", b"mailgun", b"sendgrid", b"twilio", b"aws", b"gcp", b"azure",
-    b"storage", b"write", b"rest", b"live", b"prod", b"primary", b"secondary",
+    b"api",
+    b"access",
+    b"secret",
+    b"private",
+    b"account",
+    b"sharedaccess",
+    b"client",
+    b"master",
+    b"encryption",
+    b"signing",
+    b"license",
+    b"licence",
+    b"subscription",
+    b"app",
+    b"auth",
+    b"consumer",
+    b"webhook",
+    b"deploy",
+    b"service",
+    b"admin",
+    b"stripe",
+    b"openai",
+    b"anthropic",
+    b"session",
+    b"cookie",
+    b"hmac",
+    b"jwt",
+    b"crypt",
+    b"sign",
+    b"x-api",
+    b"x_api",
+    b"token",
+    b"mailgun",
+    b"sendgrid",
+    b"twilio",
+    b"aws",
+    b"gcp",
+    b"azure",
+    b"storage",
+    b"write",
+    b"rest",
+    b"live",
+    b"prod",
+    b"primary",
+    b"secondary",
 )
 
 _CALL_RE = re.compile(rb"[^(\[]{0,4096}[(\[].*", re.S)  # calls, indexing, tuples
@@ -262,6 +298,8 @@ def _is_expression(value: bytes) -> bool:
     # a.b.c without digits, or rooted at a well-known object; a random
     # secret with a dot (``Xk3.p9Q``) has digits and no such root
     return m.group(1).lower() in _CODE_ROOTS or not any(c in b"0123456789" for c in value)
+
+
 _TOKENISH_RE = re.compile(rb"[A-Za-z0-9+/=_.~-]{16,}")
 _DIGITS_RE = re.compile(rb"[0-9]+")
 _TYPE_WORDS_RE = re.compile(rb"(?:str|string|bytes|int|bool|secretstr|optional|any)\b.*")
@@ -314,7 +352,9 @@ _IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 _CONCAT_RE = re.compile(rb"^[ \t]*\+[ \t]|[ \t]\+[ \t]*$")
 _WORDS_RE = re.compile(rb"[a-z][a-z _-]{0,40}")
 # a type after "name:": CamelCase or dotted, maybe generic, then , = ) | or the end
-_ANNOTATION_RE = re.compile(rb"(?:[a-z_][a-z0-9_]*\.)*[A-Z][A-Za-z]*[a-z][A-Za-z]*(?:\[[^\]\n]{0,200}\])?[ \t]*(?:[,=)|]|$)")
+_ANNOTATION_RE = re.compile(
+    rb"(?:[a-z_][a-z0-9_]*\.)*[A-Z][A-Za-z]*[a-z][A-Za-z]*(?:\[[^\]\n]{0,200}\])?[ \t]*(?:[,=)|]|$)"
+)
 _TEMPLATE_RE = re.compile(rb"\$?\{[A-Za-z_][A-Za-z0-9_.]*\}")
 _CODE_HINT_RE = re.compile(rb"[\"'()\[\]{}]| [-+*/%|&<>=]=? |->| (?:if|else|or|and|not|in|is) ")
 _DOC_HEAD_RE = re.compile(rb"(?::param|:type|@param|:arg|:raises?)[ \t]")
@@ -327,6 +367,8 @@ def _looks_random(value: bytes) -> bool:
         and _HAS_DIGIT_RE.search(value) is not None
         and _HAS_LETTER_RE.search(value) is not None
     )
+
+
 _AUTH_TUPLE_RE = re.compile(
     rb"(?:HTTP(?:Basic|Digest)Auth)?\([ \t]*[\"'][^\"'\n]{0,256}[\"'][ \t]*,[ \t]*[\"'](?P<s>[^\"'\n]{1,256})[\"']"
 )
@@ -374,8 +416,10 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
         return vpos, end
     if family == "password" and len(kw) <= 5 and kw.startswith(b"pass"):
         # bare "pass": not "bypass=", "compass:"; but db_pass, dbPass, PASS
-        if prefix and prefix[-1:] not in b"_.-" and not (
-            b[kw_start : kw_start + 1].isupper() and b[kw_start - 1 : kw_start].islower()
+        if (
+            prefix
+            and prefix[-1:] not in b"_.-"
+            and not (b[kw_start : kw_start + 1].isupper() and b[kw_start - 1 : kw_start].islower())
         ):
             return None
     if prefix.rstrip(b"_.-").endswith(b"from"):
@@ -436,12 +480,7 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
             return None
         if sep == b":" and (_TYPE_WORDS_RE.fullmatch(bare.lower()) or _ANNOTATION_RE.match(value)):
             return None  # password: str, private_key: SSHPrivateKeyTypes, auth: t.Any = None
-        if (
-            sep == b"="
-            and bl[vpos - 1] in b" \t"
-            and _IDENT_RE.fullmatch(bare)
-            and not _HAS_DIGIT_RE.search(bare)
-        ):
+        if sep == b"=" and bl[vpos - 1] in b" \t" and _IDENT_RE.fullmatch(bare) and not _HAS_DIGIT_RE.search(bare):
             return None  # token = prev, self.password = password_var: code assigns a variable
     if kw == b"pwd" and prefix in (b"", b"old") and value[:1] in b"/~":
         return None  # PWD=/home/user
@@ -561,8 +600,10 @@ def _netrc_check(m: re.Match, g: str, b: bytes, bl: bytes) -> bool:
     ``login`` comes shortly before it."""
     s = m.start()
     window = bl[max(0, s - 300) : s]
-    return b"login " in window and (b"machine " in window or b"default " in window) and not _is_placeholder(
-        b[m.start(g + "s") : m.end(g + "s")]
+    return (
+        b"login " in window
+        and (b"machine " in window or b"default " in window)
+        and not _is_placeholder(b[m.start(g + "s") : m.end(g + "s")])
     )
 
 
@@ -656,8 +697,14 @@ def _kw(family: str, scan: bytes, pattern: bytes, flag_words: tuple[bytes, ...],
     # "password=password=..." costs one match, not one per repetition.
     value = rb"(?P<v>(?:\\{0,3}[\"'`])?[^\s\"'`,;&<>)\]}\\|]{0,4096}+)"
     return Rule(
-        "secret_assignment", "", scan, pattern + _KEY_END + sep + value,
-        fold=True, handler=_assignment, back=back, family=family,
+        "secret_assignment",
+        "",
+        scan,
+        pattern + _KEY_END + sep + value,
+        fold=True,
+        handler=_assignment,
+        back=back,
+        family=family,
     )
 
 
@@ -684,197 +731,312 @@ def _mysql(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> I
 RULES: list[Rule] = [
     # --- "p": password, passwd, passphrase, pass, pwd; sshpass; pypi- -------
     Rule(
-        "sshpass", "sshpass -p PASS",
+        "sshpass",
+        "sshpass -p PASS",
         b"p",
         rb"ass(?<=sshpass)[ \t]+(?:-[a-oq-z](?:[ \t]*[^\s-][^\s]{0,255})?[ \t]+){0,4}(?P<f>-p)[ \t]*"
         rb"(?:[\"'](?P<s>[^\"'\n\\]{1,256})[\"']|(?P<s2>[^\s\"'\\]{1,256}))",
-        fold=True, check=_all(_orig_at(1, b"p", "f"), _group_not_placeholder("s", "s2")),
+        fold=True,
+        check=_all(_orig_at(1, b"p", "f"), _group_not_placeholder("s", "s2")),
     ),
-    _kw("password", b"p", rb"ass(?:word|wd|phrase)?s?[0-9]*(?P<k>)",
-        (b"pass", b"password", b"passwd", b"passphrase")),
+    _kw("password", b"p", rb"ass(?:word|wd|phrase)?s?[0-9]*(?P<k>)", (b"pass", b"password", b"passwd", b"passphrase")),
     _kw("password", b"p", rb"wd[0-9]*(?P<k>)", (b"pwd",)),
     Rule(
-        "netrc", ".netrc entries: machine host login user password PASS",
-        b"p", rb"assword(?<![a-z0-9_.-]password)[ \t]+(?P<s>[^\s\"'\\]{1,256})"
+        "netrc",
+        ".netrc entries: machine host login user password PASS",
+        b"p",
+        rb"assword(?<![a-z0-9_.-]password)[ \t]+(?P<s>[^\s\"'\\]{1,256})"
         rb"(?=[ \t]*(?:[\r\n\"'`<\\]|\Z|(?:account|machine|login|default|macdef)[ \t]))",
-        fold=True, check=_netrc_check,
+        fold=True,
+        check=_netrc_check,
     ),
     Rule(
-        "private_key", "", b"p", rb"rivate-lines:[ \t]*[0-9]{1,4}", fold=True, handler=_putty,
+        "private_key",
+        "",
+        b"p",
+        rb"rivate-lines:[ \t]*[0-9]{1,4}",
+        fold=True,
+        handler=_putty,
     ),
     # --- "k": token, key, cookie; sk-, sk-ant-, sk_live_, SK..., key-, dckr_ -
     Rule(
-        "azure_storage_key", "Azure storage AccountKey= and SharedAccessKey= values",
-        b"k", rb"ey(?:(?<=accountkey)|(?<=sharedaccesskey))(?:[ \t]*=[ \t]*|%3d)(?P<s>(?:[a-z0-9+/]|%2[bf]){20,256}(?:=|%3d){0,2})",
+        "azure_storage_key",
+        "Azure storage AccountKey= and SharedAccessKey= values",
+        b"k",
+        rb"ey(?:(?<=accountkey)|(?<=sharedaccesskey))(?:[ \t]*=[ \t]*|%3d)(?P<s>(?:[a-z0-9+/]|%2[bf]){20,256}(?:=|%3d){0,2})",
         fold=True,
     ),
     Rule(
-        "age_secret_key", "age encryption secret keys AGE-SECRET-KEY-1...",
-        b"k", rb"ey-1(?<=age-secret-key-1)(?P<s>[a-z0-9]{58})(?![a-z0-9])",
+        "age_secret_key",
+        "age encryption secret keys AGE-SECRET-KEY-1...",
+        b"k",
+        rb"ey-1(?<=age-secret-key-1)(?P<s>[a-z0-9]{58})(?![a-z0-9])",
         fold=True,
     ),
     Rule(
-        "mailgun_key", "Mailgun API keys key-...",
-        b"k", rb"ey-" + _not_after_word(b"key-", rb"a-z0-9_-") + rb"(?P<s>[a-f0-9]{32})(?![a-z0-9_])",
+        "mailgun_key",
+        "Mailgun API keys key-...",
+        b"k",
+        rb"ey-" + _not_after_word(b"key-", rb"a-z0-9_-") + rb"(?P<s>[a-f0-9]{32})(?![a-z0-9_])",
         fold=True,
     ),
     _kw("key", b"k", rb"ey[0-9]*(?P<k>)", (b"key",)),
     Rule(
-        "cookie", "Cookie and Set-Cookie headers and --cookie values (session tokens)",
-        b"k", rb"ie(?<=cookie)(?:\\{0,3}[\"'])?(?:[ \t]*[:=][ \t]*(?:\\{0,3}[\"'])?|(?<=-cookie)(?P<ws>[ \t]+)[\"']?)",
-        fold=True, handler=_cookie, back=3,
+        "cookie",
+        "Cookie and Set-Cookie headers and --cookie values (session tokens)",
+        b"k",
+        rb"ie(?<=cookie)(?:\\{0,3}[\"'])?(?:[ \t]*[:=][ \t]*(?:\\{0,3}[\"'])?|(?<=-cookie)(?P<ws>[ \t]+)[\"']?)",
+        fold=True,
+        handler=_cookie,
+        back=3,
     ),
     _kw("token", b"k", rb"en(?<=token)[0-9]*(?P<k>)", (b"token",), back=2),
     Rule(
-        "anthropic_key", "Anthropic keys sk-ant-...",
-        b"k", rb"-(?<=sk-)ant-(?:[a-z]{2,8}[0-9]{2}-)?(?P<s>" + _B64U + rb"{20,512})",
-        fold=True, check=_orig_at(-1, b"sk-ant-"),
-    ),
-    Rule(
-        "openai_key", "OpenAI keys sk-, sk-proj-, sk-svcacct-, sk-admin-",
+        "anthropic_key",
+        "Anthropic keys sk-ant-...",
         b"k",
-        rb"-(?<=sk-)" + _not_after_word(b"sk-", rb"a-z0-9_")
-        + rb"(?:(?:proj|svcacct|admin|none)-)?(?P<s>" + _B64U + rb"{32,512})",
-        fold=True, check=_all(_orig_at(-1, b"sk-"), _body_mixed),
+        rb"-(?<=sk-)ant-(?:[a-z]{2,8}[0-9]{2}-)?(?P<s>" + _B64U + rb"{20,512})",
+        fold=True,
+        check=_orig_at(-1, b"sk-ant-"),
     ),
     Rule(
-        "stripe_key", "Stripe secret and restricted keys sk_live_, sk_test_, rk_live_, rk_test_, webhook secrets whsec_",
-        b"k", rb"_(?<=[rs]k_)(?:(?<![a-z0-9][rs]k_)|(?<=\\[nrtbf][rs]k_))(?:live|test)_(?P<s>[a-z0-9]{10,256})",
-        fold=True, check=_body_mixed,
+        "openai_key",
+        "OpenAI keys sk-, sk-proj-, sk-svcacct-, sk-admin-",
+        b"k",
+        rb"-(?<=sk-)"
+        + _not_after_word(b"sk-", rb"a-z0-9_")
+        + rb"(?:(?:proj|svcacct|admin|none)-)?(?P<s>"
+        + _B64U
+        + rb"{32,512})",
+        fold=True,
+        check=_all(_orig_at(-1, b"sk-"), _body_mixed),
     ),
     Rule(
-        "twilio", "Twilio account SIDs AC..., API key SIDs SK..., and a 32-hex auth token right after a SID",
-        b"k", rb"(?<=sk)" + _not_after_word(b"sk", rb"a-z0-9_") + rb"(?P<s>[0-9a-f]{32})(?![a-z0-9_])",
-        fold=True, check=_orig_at(-1, b"SK"),
+        "stripe_key",
+        "Stripe secret and restricted keys sk_live_, sk_test_, rk_live_, rk_test_, webhook secrets whsec_",
+        b"k",
+        rb"_(?<=[rs]k_)(?:(?<![a-z0-9][rs]k_)|(?<=\\[nrtbf][rs]k_))(?:live|test)_(?P<s>[a-z0-9]{10,256})",
+        fold=True,
+        check=_body_mixed,
     ),
     Rule(
-        "dockerhub_token", "Docker Hub access tokens dckr_pat_, dckr_oat_",
-        b"k", rb"r_(?<=dckr_)(?:pat|oat)_(?P<s>[a-z0-9_-]{20,256})",
+        "twilio",
+        "Twilio account SIDs AC..., API key SIDs SK..., and a 32-hex auth token right after a SID",
+        b"k",
+        rb"(?<=sk)" + _not_after_word(b"sk", rb"a-z0-9_") + rb"(?P<s>[0-9a-f]{32})(?![a-z0-9_])",
+        fold=True,
+        check=_orig_at(-1, b"SK"),
+    ),
+    Rule(
+        "dockerhub_token",
+        "Docker Hub access tokens dckr_pat_, dckr_oat_",
+        b"k",
+        rb"r_(?<=dckr_)(?:pat|oat)_(?P<s>[a-z0-9_-]{20,256})",
         fold=True,
     ),
     # --- "c": secret, credentials; curl -u ----------------------------------
     _kw("secret", b"c", rb"ret(?<=secret)[0-9]*(?P<k>)", (b"secret",), back=2),
     _kw("cred", b"c", rb"red(?:ential)?s?(?P<k>)", (b"cred", b"creds", b"credential", b"credentials")),
     Rule(
-        "curl_user", "curl -u user:pass and --user user:pass",
+        "curl_user",
+        "curl -u user:pass and --user user:pass",
         b"c",
         rb"url(?:(?!curl)(?:[^\n\\]|\\(?s:.))){0,2000}?[ \t](?:-u|--user)(?:[ \t]+|=)?[\"']?"
         rb"(?P<u>[^\s:\"'$\\]{1,256}):(?P<s>[^\s\"'\\]{1,256})",
-        fold=True, check=_group_not_placeholder("s"),
+        fold=True,
+        check=_group_not_placeholder("s"),
     ),
     Rule(
-        "discord_bot_token", "Discord bot tokens in text that mentions discord",
-        b"c", rb"ord(?<=discord)", fold=True, handler=_discord,
+        "discord_bot_token",
+        "Discord bot tokens in text that mentions discord",
+        b"c",
+        rb"ord(?<=discord)",
+        fold=True,
+        handler=_discord,
     ),
     # --- "uth": auth, Authorization ----------------------------------------
     Rule(
-        "authorization_header", "Authorization / Proxy-Authorization header values (Bearer, Basic, token, Bot...)",
+        "authorization_header",
+        "Authorization / Proxy-Authorization header values (Bearer, Basic, token, Bot...)",
         b"uth",
         rb"orization(?<=authorization)(?:\\{0,3}[\"'])?[ \t]*[:=][ \t]*(?P<oq>\\{0,3}[\"'])?[ \t]*"
         rb"(?:(?P<sc>bearer|basic|token|bot|digest|negotiate|ntlm|apikey|api-key|sso-key|key|jwt|aws4-hmac-sha256)[ \t]+)?"
         rb"(?P<s>[^\s\"'\\,;<>{}]{1,4096}(?:[ \t]*,[ \t]*[a-z]{1,32}=[^\s\"'\\,;<>]{1,512}){0,8})",
-        fold=True, check=_auth_header_check,
+        fold=True,
+        check=_auth_header_check,
     ),
     _kw("auth", b"uth", rb"(?<=auth)(?P<k>)", (b"auth",), back=1),
     # --- "://": URLs -----------------------------------------------------------
     Rule(
-        "sentry_dsn", "Sentry DSN keys https://<key>@o1.ingest.sentry.io/1",
-        b"://", rb"(?P<s>[0-9a-f]{32})(?::[0-9a-f]{32})?@",
+        "sentry_dsn",
+        "Sentry DSN keys https://<key>@o1.ingest.sentry.io/1",
+        b"://",
+        rb"(?P<s>[0-9a-f]{32})(?::[0-9a-f]{32})?@",
         fold=True,
     ),
     Rule(
-        "slack_webhook", "Slack incoming-webhook and workflow URLs",
-        b"://", rb"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[a-z0-9/_-]{8,256})",
+        "slack_webhook",
+        "Slack incoming-webhook and workflow URLs",
+        b"://",
+        rb"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[a-z0-9/_-]{8,256})",
         fold=True,
     ),
     Rule(
-        "discord_webhook", "Discord webhook URLs",
+        "discord_webhook",
+        "Discord webhook URLs",
         b"://",
         rb"(?:ptb\.|canary\.)?discord(?:app)?\.com/api/(?:v[0-9]+/)?webhooks/[0-9]{5,30}/(?P<s>[a-z0-9_-]{20,256})",
         fold=True,
     ),
     Rule(
-        "url_userinfo", "passwords in URL user-info scheme://user:pass@host, including database URLs "
+        "url_userinfo",
+        "passwords in URL user-info scheme://user:pass@host, including database URLs "
         "(postgres, mysql, mongodb, redis, amqp, mssql...)",
         b"://",
         rb"(?P<u>[^\s:/?#@\"'<>\\\[\]]{0,256}):(?P<s>[^\s/?#\"'<>\\]{1,256})@(?=[a-z0-9\[])",
-        fold=True, check=_group_not_placeholder("s"),
+        fold=True,
+        check=_group_not_placeholder("s"),
     ),
     # --- "_": ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ npm_ hf_ do?_v1_ ------------
     Rule(
-        "github_token", "GitHub tokens ghp_, gho_, ghu_, ghs_, ghr_ and github_pat_",
-        b"_", rb"(?<=gh[pousr]_)(?P<s>[a-z0-9]{36,255})(?![a-z0-9_])",
-        fold=True, check=_orig_at(-3, b"gh"), guard=rb"(?<=[pousrmf8ta]_)",
+        "github_token",
+        "GitHub tokens ghp_, gho_, ghu_, ghs_, ghr_ and github_pat_",
+        b"_",
+        rb"(?<=gh[pousr]_)(?P<s>[a-z0-9]{36,255})(?![a-z0-9_])",
+        fold=True,
+        check=_orig_at(-3, b"gh"),
+        guard=rb"(?<=[pousrmf8ta]_)",
     ),
     Rule("github_token", "", b"_", rb"pat_(?<=github_pat_)(?P<s>[a-z0-9_]{22,255})", fold=True),
-    Rule("npm_token", "npm tokens npm_...", b"_", rb"(?<=npm_)(?P<s>[a-z0-9]{36})(?![a-z0-9_])", fold=True, guard=rb"(?<=[pousrmf8ta]_)"),
     Rule(
-        "huggingface_token", "Hugging Face tokens hf_...",
-        b"_", rb"(?<=hf_)" + _not_after_word(b"hf_", rb"a-z0-9_") + rb"(?P<s>[a-z0-9]{30,40})(?![a-z0-9_])",
-        fold=True, check=_body_mixed, guard=rb"(?<=[pousrmf8ta]_)",
+        "npm_token",
+        "npm tokens npm_...",
+        b"_",
+        rb"(?<=npm_)(?P<s>[a-z0-9]{36})(?![a-z0-9_])",
+        fold=True,
+        guard=rb"(?<=[pousrmf8ta]_)",
     ),
     Rule(
-        "ai_provider_key", "AI provider keys: Groq gsk_, xAI xai-, Perplexity pplx-, Replicate r8_, Tavily tvly-",
-        b"k", rb"_(?<=gsk_)(?P<s>[a-z0-9]{40,64})(?![a-z0-9_])", fold=True, check=_body_mixed,
+        "huggingface_token",
+        "Hugging Face tokens hf_...",
+        b"_",
+        rb"(?<=hf_)" + _not_after_word(b"hf_", rb"a-z0-9_") + rb"(?P<s>[a-z0-9]{30,40})(?![a-z0-9_])",
+        fold=True,
+        check=_body_mixed,
+        guard=rb"(?<=[pousrmf8ta]_)",
     ),
     Rule(
-        "ai_provider_key", "", b"_", rb"(?<=r8_)" + _not_after_word(b"r8_", rb"a-z0-9_") + rb"(?P<s>[a-z0-9]{30,40})(?![a-z0-9_])",
-        fold=True, check=_body_mixed, guard=rb"(?<=[pousrmf8ta]_)",
+        "ai_provider_key",
+        "AI provider keys: Groq gsk_, xAI xai-, Perplexity pplx-, Replicate r8_, Tavily tvly-",
+        b"k",
+        rb"_(?<=gsk_)(?P<s>[a-z0-9]{40,64})(?![a-z0-9_])",
+        fold=True,
+        check=_body_mixed,
     ),
     Rule(
-        "saas_token", "Linear lin_api_, Shopify shpat_/shpca_/shppa_/shpss_, Notion secret_ tokens",
-        b"_", rb"api_(?<=lin_api_)(?P<s>[a-z0-9]{40})(?![a-z0-9_])", fold=True,
+        "ai_provider_key",
+        "",
+        b"_",
+        rb"(?<=r8_)" + _not_after_word(b"r8_", rb"a-z0-9_") + rb"(?P<s>[a-z0-9]{30,40})(?![a-z0-9_])",
+        fold=True,
+        check=_body_mixed,
+        guard=rb"(?<=[pousrmf8ta]_)",
     ),
     Rule(
-        "saas_token", "", b"_",
-        rb"(?:(?<=shpat_)|(?<=shpca_)|(?<=shppa_)|(?<=shpss_))(?P<s>[a-f0-9]{32})(?![a-z0-9_])", fold=True, guard=rb"(?<=[pousrmf8ta]_)",
+        "saas_token",
+        "Linear lin_api_, Shopify shpat_/shpca_/shppa_/shpss_, Notion secret_ tokens",
+        b"_",
+        rb"api_(?<=lin_api_)(?P<s>[a-z0-9]{40})(?![a-z0-9_])",
+        fold=True,
     ),
     Rule(
-        "saas_token", "", b"c", rb"ret_(?<=secret_)(?P<s>[a-z0-9]{43})(?![a-z0-9_])", fold=True, check=_body_mixed,
+        "saas_token",
+        "",
+        b"_",
+        rb"(?:(?<=shpat_)|(?<=shpca_)|(?<=shppa_)|(?<=shpss_))(?P<s>[a-f0-9]{32})(?![a-z0-9_])",
+        fold=True,
+        guard=rb"(?<=[pousrmf8ta]_)",
+    ),
+    Rule(
+        "saas_token",
+        "",
+        b"c",
+        rb"ret_(?<=secret_)(?P<s>[a-z0-9]{43})(?![a-z0-9_])",
+        fold=True,
+        check=_body_mixed,
     ),
     Rule("stripe_key", "", b"c", rb"_(?<=whsec_)(?P<s>[a-z0-9+/]{24,64})", fold=True),
     Rule(
-        "digitalocean_token", "DigitalOcean tokens dop_v1_, doo_v1_, dor_v1_",
-        b"_", rb"v1_(?<=do[opr]_v1_)(?P<s>[a-f0-9]{64})(?![a-z0-9_])",
+        "digitalocean_token",
+        "DigitalOcean tokens dop_v1_, doo_v1_, dor_v1_",
+        b"_",
+        rb"v1_(?<=do[opr]_v1_)(?P<s>[a-f0-9]{64})(?![a-z0-9_])",
         fold=True,
     ),
     # --- "x": Slack -----------------------------------------------------------
     Rule(
-        "slack_token", "Slack tokens xoxb-, xoxp-, xoxa-, xoxr-, xoxs-, xoxe- and app tokens xapp-",
-        b"x", rb"(?:ox[abeoprs]|app)-(?P<s>[a-z0-9-]{10,512})",
+        "slack_token",
+        "Slack tokens xoxb-, xoxp-, xoxa-, xoxr-, xoxs-, xoxe- and app tokens xapp-",
+        b"x",
+        rb"(?:ox[abeoprs]|app)-(?P<s>[a-z0-9-]{10,512})",
         fold=True,
     ),
     Rule(
-        "ai_provider_key", "", b"x", rb"ai-" + _not_after_word(b"xai-", rb"a-z0-9_-") + rb"(?P<s>[a-z0-9]{60,100})(?![a-z0-9_])",
-        fold=True, check=_body_mixed,
+        "ai_provider_key",
+        "",
+        b"x",
+        rb"ai-" + _not_after_word(b"xai-", rb"a-z0-9_-") + rb"(?P<s>[a-z0-9]{60,100})(?![a-z0-9_])",
+        fold=True,
+        check=_body_mixed,
     ),
     Rule(
-        "ai_provider_key", "", b"x", rb"-(?<=pplx-)(?P<s>[a-z0-9]{40,64})(?![a-z0-9_])", fold=True, check=_body_mixed,
+        "ai_provider_key",
+        "",
+        b"x",
+        rb"-(?<=pplx-)(?P<s>[a-z0-9]{40,64})(?![a-z0-9_])",
+        fold=True,
+        check=_body_mixed,
     ),
     # --- "y": ya29. and mysql -p ---------------------------------------------
     Rule(
-        "google_oauth_token", "Google OAuth access tokens ya29....",
-        b"y", rb"a29\.(?P<s>" + _B64U + rb"{20,4096})",
+        "google_oauth_token",
+        "Google OAuth access tokens ya29....",
+        b"y",
+        rb"a29\.(?P<s>" + _B64U + rb"{20,4096})",
         fold=True,
     ),
     Rule(
-        "ai_provider_key", "", b"y", rb"-(?<=tvly-)(?:dev-|prod-)?(?P<s>[a-z0-9]{20,64})(?![a-z0-9_])",
-        fold=True, check=_body_mixed,
+        "ai_provider_key",
+        "",
+        b"y",
+        rb"-(?<=tvly-)(?:dev-|prod-)?(?P<s>[a-z0-9]{20,64})(?![a-z0-9_])",
+        fold=True,
+        check=_body_mixed,
     ),
     Rule(
-        "pypi_token", "PyPI upload tokens pypi-AgE...",
-        b"y", rb"pi-(?<=pypi-)(?P<s>age" + _B64U + rb"{50,4096})",
-        fold=True, check=_orig_at(0, b"AgE", "s"),
+        "pypi_token",
+        "PyPI upload tokens pypi-AgE...",
+        b"y",
+        rb"pi-(?<=pypi-)(?P<s>age" + _B64U + rb"{50,4096})",
+        fold=True,
+        check=_orig_at(0, b"AgE", "s"),
     ),
     Rule(
-        "mysql_password", "mysql -pPASS and -p PASS (mysql, mysqldump, mysqladmin, mariadb...)",
-        b"y", rb"sql(?<=mysql)(?:dump|admin|import|sh|check)?", fold=True, handler=_mysql,
+        "mysql_password",
+        "mysql -pPASS and -p PASS (mysql, mysqldump, mysqladmin, mariadb...)",
+        b"y",
+        rb"sql(?<=mysql)(?:dump|admin|import|sh|check)?",
+        fold=True,
+        handler=_mysql,
     ),
     # --- "b": Bearer, -----BEGIN ... PRIVATE KEY-----, mariadb -p -------------
     Rule(
-        "bearer_token", "Bearer tokens outside an Authorization header",
-        b"b", rb"earer[ \t]+(?P<s>[a-z0-9._~+/-]{16,4096}=*)",
-        fold=True, check=_group_not_placeholder("s"),
+        "bearer_token",
+        "Bearer tokens outside an Authorization header",
+        b"b",
+        rb"earer[ \t]+(?P<s>[a-z0-9._~+/-]{16,4096}=*)",
+        fold=True,
+        check=_group_not_placeholder("s"),
     ),
     Rule(
         "private_key",
@@ -882,62 +1044,90 @@ RULES: list[Rule] = [
         "and PuTTY Private-Lines, "
         "also written with escaped \\n inside JSON strings (GCP service-account private_key) "
         "or cut off before their END line",
-        b"b", rb"egin(?<=-----begin)[a-z0-9 ]{0,40}private key(?: block)?-----",
-        fold=True, handler=_pem,
+        b"b",
+        rb"egin(?<=-----begin)[a-z0-9 ]{0,40}private key(?: block)?-----",
+        fold=True,
+        handler=_pem,
     ),
     Rule("mysql_password", "", b"b", rb"(?<=mariadb)(?:-dump|-admin)?", fold=True, handler=_mysql),
     # --- "g": SendGrid SG., Azure SAS sig= ----------------------------------
     Rule(
-        "sendgrid_key", "SendGrid API keys SG.xxx.yyy",
-        b"g", rb"\.(?<=sg\.)(?P<s>" + _B64U + rb"{16,32}\." + _B64U + rb"{16,64})",
-        fold=True, check=_orig_at(-1, b"SG."),
-    ),
-    Rule(
-        "gitlab_token", "GitLab tokens glpat-, gldt-, glrt-, glptt-, glsoat-, glcbt-, glft-, glimt-, gloas-, glagent-",
+        "sendgrid_key",
+        "SendGrid API keys SG.xxx.yyy",
         b"g",
-        rb"l(?:pat|dt|rt|ptt|soat|cbt|ft|imt|oas|agent)-" + rb"(?<![a-z0-9_]gl)".replace(b"gl)", b"gl)")
-        + rb"(?P<s>[a-z0-9_.-]{20,256})",
-        fold=True, check=_orig_at(0, b"gl"),
+        rb"\.(?<=sg\.)(?P<s>" + _B64U + rb"{16,32}\." + _B64U + rb"{16,64})",
+        fold=True,
+        check=_orig_at(-1, b"SG."),
     ),
     Rule(
-        "azure_sas_signature", "Azure SAS signatures sig=...",
-        b"g", rb"=(?<![a-z0-9_]sig=)(?<=sig=)(?P<s>[a-z0-9%+/=]{16,512})",
+        "gitlab_token",
+        "GitLab tokens glpat-, gldt-, glrt-, glptt-, glsoat-, glcbt-, glft-, glimt-, gloas-, glagent-",
+        b"g",
+        rb"l(?:pat|dt|rt|ptt|soat|cbt|ft|imt|oas|agent)-"
+        + rb"(?<![a-z0-9_]gl)".replace(b"gl)", b"gl)")
+        + rb"(?P<s>[a-z0-9_.-]{20,256})",
+        fold=True,
+        check=_orig_at(0, b"gl"),
+    ),
+    Rule(
+        "azure_sas_signature",
+        "Azure SAS signatures sig=...",
+        b"g",
+        rb"=(?<![a-z0-9_]sig=)(?<=sig=)(?P<s>[a-z0-9%+/=]{16,512})",
         fold=True,
     ),
     # --- "y" also: JWT ----------------------------------------------------------
     Rule(
-        "jwt", "JSON Web Tokens eyJ... (and JWE)",
+        "jwt",
+        "JSON Web Tokens eyJ... (and JWE)",
         b"y",
         rb"j(?<=eyj)(?P<s>" + _B64U + rb"{8,8192}\.ey" + _B64U + rb"{8,16384}(?:\." + _B64U + rb"{0,8192}){1,3}=*)",
-        fold=True, check=_orig_at(-1, b"eyJ"),
+        fold=True,
+        check=_orig_at(-1, b"eyJ"),
     ),
     # --- "A" (case-sensitive): AWS, AIza, Twilio AC, Telegram ----------------
     Rule(
-        "aws_secret_key", "AWS secret access keys: 40 base64 characters within 300 bytes after an access key id "
+        "aws_secret_key",
+        "AWS secret access keys: 40 base64 characters within 300 bytes after an access key id "
         "(aws_secret_access_key=... is masked by secret_assignment too)",
         b"A",
-        rb"(?:KIA" + _not_after_word(b"AKIA", rb"A-Za-z0-9+/") + rb"|SIA" + _not_after_word(b"ASIA", rb"A-Za-z0-9+/")
-        + rb")(?P<s>[A-Z0-9]{16})" + _END_ALNUM
+        rb"(?:KIA"
+        + _not_after_word(b"AKIA", rb"A-Za-z0-9+/")
+        + rb"|SIA"
+        + _not_after_word(b"ASIA", rb"A-Za-z0-9+/")
+        + rb")(?P<s>[A-Z0-9]{16})"
+        + _END_ALNUM
         + rb"(?s:.){0,300}?(?<=[\s,;:=|\"'>])(?P<s2>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
     ),
     Rule(
-        "aws_access_key_id", "AWS access key ids AKIA..., ASIA..., AGPA..., AIDA..., AROA... and A3T...",
-        b"A", rb"(?:3T[A-Z0-9]|KIA|SIA|GPA|IDA|ROA|IPA|NPA|NVA|BIA|CCA)(?P<s>[A-Z0-9]{16})" + _END_ALNUM,
-    ),
-    Rule(
-        "google_api_key", "Google API keys AIza...",
-        b"A", rb"Iza(?P<s>[A-Za-z0-9_-]{35})(?![A-Za-z0-9_-])",
-    ),
-    Rule(
-        "twilio", "",
+        "aws_access_key_id",
+        "AWS access key ids AKIA..., ASIA..., AGPA..., AIDA..., AROA... and A3T...",
         b"A",
-        rb"C" + _not_after_word(b"AC") + rb"(?P<s>[a-f0-9]{32})" + _END_ALNUM
+        rb"(?:3T[A-Z0-9]|KIA|SIA|GPA|IDA|ROA|IPA|NPA|NVA|BIA|CCA)(?P<s>[A-Z0-9]{16})" + _END_ALNUM,
+    ),
+    Rule(
+        "google_api_key",
+        "Google API keys AIza...",
+        b"A",
+        rb"Iza(?P<s>[A-Za-z0-9_-]{35})(?![A-Za-z0-9_-])",
+    ),
+    Rule(
+        "twilio",
+        "",
+        b"A",
+        rb"C"
+        + _not_after_word(b"AC")
+        + rb"(?P<s>[a-f0-9]{32})"
+        + _END_ALNUM
         + rb"(?:[^\n]{0,100}?(?<![A-Za-z0-9])(?P<s2>[a-f0-9]{32})(?![A-Za-z0-9]))?",
     ),
     Rule(
-        "telegram_bot_token", "Telegram bot tokens (digits:AA...) in text that mentions telegram",
-        b"A", rb"A(?<=[0-9]:AA)[A-Za-z0-9_-]{31,40}(?![A-Za-z0-9_-])",
-        check=_near_telegram, handler=_whole_match,
+        "telegram_bot_token",
+        "Telegram bot tokens (digits:AA...) in text that mentions telegram",
+        b"A",
+        rb"A(?<=[0-9]:AA)[A-Za-z0-9_-]{31,40}(?![A-Za-z0-9_-])",
+        check=_near_telegram,
+        handler=_whole_match,
     ),
 ]
 
@@ -1025,7 +1215,10 @@ def _compile(rules: list[Rule]) -> list[_Scanner]:
 _SCANNERS = _compile(RULES)
 _SCAN_PLAN = [
     (
-        sc.fold, sc.rare, sc.scan, sc.regex.search,
+        sc.fold,
+        sc.rare,
+        sc.scan,
+        sc.regex.search,
         {name: (rule, masks, rule.check, rule.handler) for name, (rule, masks) in sc.rules.items()},
     )
     for sc in _SCANNERS

@@ -14,9 +14,10 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from . import db, journal, store
 from .errors import UserError
@@ -60,36 +61,77 @@ class SearchRequest:
         return "summaries" if self.summaries else "search"
 
     @classmethod
-    def create(cls, query: str | None = None, *, scope: str | None = "project", cwd: str | None = None,
-               session_id: str | None = None, journal_path: str | None = None, since: str | None = None,
-               until: str | None = None, kinds: Iterable[str] | None = (), limit: Any = None,
-               max_scope: str = "global", home: str | None = None, summaries: bool = False) -> SearchRequest:
+    def create(
+        cls,
+        query: str | None = None,
+        *,
+        scope: str | None = "project",
+        cwd: str | None = None,
+        session_id: str | None = None,
+        journal_path: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        kinds: Iterable[str] | None = (),
+        limit: Any = None,
+        max_scope: str = "global",
+        home: str | None = None,
+        summaries: bool = False,
+    ) -> SearchRequest:
         """Check every field once (a UserError names the first wrong one); summaries default to
         both summary kinds and refuse any other."""
         wanted = check_summary_kinds(kinds) if summaries else None  # checked first, as always
         terms = check_terms(query_terms(query))
         checked_kinds = check_kinds(wanted or (journal.SUMMARY_KINDS if summaries else kinds))
-        return cls(query=query, terms=tuple(terms), scope=scope, cwd=cwd, session_id=session_id,
-                   journal_path=journal_path, since=parse_bound(since, end=False, name="since"),
-                   until=parse_bound(until, end=True, name="until"), kinds=tuple(checked_kinds),
-                   limit=check_limit(limit), max_scope=max_scope, home=home, summaries=summaries)
+        return cls(
+            query=query,
+            terms=tuple(terms),
+            scope=scope,
+            cwd=cwd,
+            session_id=session_id,
+            journal_path=journal_path,
+            since=parse_bound(since, end=False, name="since"),
+            until=parse_bound(until, end=True, name="until"),
+            kinds=tuple(checked_kinds),
+            limit=check_limit(limit),
+            max_scope=max_scope,
+            home=home,
+            summaries=summaries,
+        )
 
     @classmethod
-    def from_options(cls, query: str | None, *, cwd: str | None, summaries: bool = False,
-                     **options: Any) -> SearchRequest:
+    def from_options(
+        cls, query: str | None, *, cwd: str | None, summaries: bool = False, **options: Any
+    ) -> SearchRequest:
         """From the CLI's options: `--cwd` (relative to the current folder, which it defaults to) made absolute."""
         return cls.create(query, cwd=os.path.abspath(cwd or os.getcwd()), summaries=summaries, **options)
 
     @classmethod
-    def from_args(cls, conn: db.Connection, args: Mapping[str, Any], *, max_scope: str, journal_path: str | None = None,
-                  summaries: bool = False) -> SearchRequest:
+    def from_args(
+        cls,
+        conn: db.Connection,
+        args: Mapping[str, Any],
+        *,
+        max_scope: str,
+        journal_path: str | None = None,
+        summaries: bool = False,
+    ) -> SearchRequest:
         """From the API's or a page's parameters (`query_args`): the cap's default scope when none
         is asked for, and a project's cwd from the caller or its journal (`journal_path`, checked
         and indexed by the caller), which must be absolute (`scope.project_cwd`)."""
         scope, cwd = _scope_and_cwd(conn, args, max_scope, journal_path)
-        return cls.create(args.get("q"), scope=scope, cwd=cwd, session_id=args.get("session_id"),
-                          journal_path=journal_path, since=args.get("since"), until=args.get("until"),
-                          kinds=args.get("kinds"), limit=args.get("limit"), max_scope=max_scope, summaries=summaries)
+        return cls.create(
+            args.get("q"),
+            scope=scope,
+            cwd=cwd,
+            session_id=args.get("session_id"),
+            journal_path=journal_path,
+            since=args.get("since"),
+            until=args.get("until"),
+            kinds=args.get("kinds"),
+            limit=args.get("limit"),
+            max_scope=max_scope,
+            summaries=summaries,
+        )
 
 
 @dataclass(frozen=True)
@@ -108,15 +150,32 @@ class ReadRequest:
     home: str | None = None
 
     @classmethod
-    def create(cls, entry_id: str | None, *, session_id: str | None = None, cwd: str | None = None,
-               scope: str | None = "project", journal_path: str | None = None, offset: Any = 0,
-               max_scope: str = "global", home: str | None = None) -> ReadRequest:
+    def create(
+        cls,
+        entry_id: str | None,
+        *,
+        session_id: str | None = None,
+        cwd: str | None = None,
+        scope: str | None = "project",
+        journal_path: str | None = None,
+        offset: Any = 0,
+        max_scope: str = "global",
+        home: str | None = None,
+    ) -> ReadRequest:
         """Check every field once (a UserError names the first wrong one)."""
         checked_offset = check_offset(offset)
         if not entry_id:
             raise UserError("read needs an entry id (e.g. pimem read c3d4e5f6)")
-        return cls(id=entry_id, session_id=session_id, cwd=cwd, scope=scope, journal_path=journal_path,
-                   offset=checked_offset, max_scope=max_scope, home=home)
+        return cls(
+            id=entry_id,
+            session_id=session_id,
+            cwd=cwd,
+            scope=scope,
+            journal_path=journal_path,
+            offset=checked_offset,
+            max_scope=max_scope,
+            home=home,
+        )
 
     @classmethod
     def from_options(cls, entry_id: str, *, cwd: str | None, **options: Any) -> ReadRequest:
@@ -124,12 +183,20 @@ class ReadRequest:
         return cls.create(entry_id, cwd=os.path.abspath(cwd or os.getcwd()), **options)
 
     @classmethod
-    def from_args(cls, conn: db.Connection, args: Mapping[str, Any], *, max_scope: str,
-                  journal_path: str | None = None) -> ReadRequest:
+    def from_args(
+        cls, conn: db.Connection, args: Mapping[str, Any], *, max_scope: str, journal_path: str | None = None
+    ) -> ReadRequest:
         """From the API's parameters (`query_args`), with the same scope and cwd rules as a search."""
         scope, cwd = _scope_and_cwd(conn, args, max_scope, journal_path)
-        return cls.create(args.get("id") or "", session_id=args.get("session_id"), cwd=cwd, scope=scope,
-                          journal_path=journal_path, offset=args.get("offset"), max_scope=max_scope)
+        return cls.create(
+            args.get("id") or "",
+            session_id=args.get("session_id"),
+            cwd=cwd,
+            scope=scope,
+            journal_path=journal_path,
+            offset=args.get("offset"),
+            max_scope=max_scope,
+        )
 
 
 def query_args(args: Any) -> dict[str, Any]:
@@ -140,8 +207,9 @@ def query_args(args: Any) -> dict[str, Any]:
     return values
 
 
-def _scope_and_cwd(conn: db.Connection, args: Mapping[str, Any], max_scope: str,
-                   journal_path: str | None) -> tuple[str, str | None]:
+def _scope_and_cwd(
+    conn: db.Connection, args: Mapping[str, Any], max_scope: str, journal_path: str | None
+) -> tuple[str, str | None]:
     """The scope asked for (else the cap's default) and, for an allowed project scope, its cwd.
 
     An unknown or too wide scope is left for `scope.resolve_scope` to refuse with its message.
@@ -158,8 +226,9 @@ def check_summary_kinds(kinds: Iterable[str] | None) -> list[str]:
     kinds = check_kinds(kinds)
     wrong = [k for k in kinds if k not in journal.SUMMARY_KINDS]
     if wrong:
-        raise UserError(f"summaries holds only compaction and branch_summary entries, not {wrong[0]!r} "
-                        "(e.g. kind=compaction)")
+        raise UserError(
+            f"summaries holds only compaction and branch_summary entries, not {wrong[0]!r} (e.g. kind=compaction)"
+        )
     return kinds
 
 
@@ -267,6 +336,8 @@ def _fts_separator(char: str) -> bool:
 def check_terms(terms: list[str]) -> list[str]:
     """At most MAX_TERMS distinct words: a longer query would hold a worker thread for seconds."""
     if len(terms) > MAX_TERMS:
-        raise UserError(f"the query has {len(terms)} distinct words; at most {MAX_TERMS} are searched: "
-                        'keep the distinctive ones (e.g. q="widgets migration table locked")')
+        raise UserError(
+            f"the query has {len(terms)} distinct words; at most {MAX_TERMS} are searched: "
+            'keep the distinctive ones (e.g. q="widgets migration table locked")'
+        )
     return terms

@@ -10,8 +10,9 @@ shown of it is redacted here too (`excerpt`, `redacted_head`). An entry comes as
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 from . import db, journal, store
 from .locations import Locations
@@ -57,8 +58,15 @@ def select_entries(conn: db.Connection, where: str, params: Sequence = ()) -> li
 def entry_json(row: EntryRow) -> dict:
     """The contract's entry keys (and a few more) from an entry's row."""
     data = {
-        "id": row.id, "session_id": row.session_id, "timestamp": row.timestamp, "kind": row.kind,
-        "role": row.role, "tool": row.tool, "cwd": row.cwd, "journal": row.path, "chars": row.chars,
+        "id": row.id,
+        "session_id": row.session_id,
+        "timestamp": row.timestamp,
+        "kind": row.kind,
+        "role": row.role,
+        "tool": row.tool,
+        "cwd": row.cwd,
+        "journal": row.path,
+        "chars": row.chars,
     }
     if row.kind == "compaction":
         data["tokens_before"] = row.tokens_before
@@ -117,7 +125,7 @@ def excerpt(text: str, terms: list[str], width: int = EXCERPT_CHARS) -> str:
     if start:
         space = clean.rfind(" ", max(0, start - 20), start)
         start = space + 1 if space >= 0 else start
-    piece = clean[start:start + width]
+    piece = clean[start : start + width]
     if start + width < len(clean):
         cut = piece.rfind(" ", width - 40)
         piece = (piece[:cut] if cut > 0 else piece) + " …"

@@ -61,8 +61,10 @@ def project_cwd(conn: db.Connection, cwd: str | None, journal: str | None) -> st
     if cwd is not None and not os.path.isabs(cwd):
         raise UserError(f"cwd must be an absolute folder (e.g. cwd=/home/u/Apps/prjct), got {cwd!r}")
     if cwd is None:
-        raise UserError("scope 'project' needs cwd or journal (e.g. cwd=/home/u/Apps/prjct), "
-                        "or ask for scope=session with session_id")
+        raise UserError(
+            "scope 'project' needs cwd or journal (e.g. cwd=/home/u/Apps/prjct), "
+            "or ask for scope=session with session_id"
+        )
     return cwd
 
 
@@ -82,8 +84,10 @@ class Scope:
         if self.name == "project":
             if self.exact:
                 return "e.file_id IN (SELECT id FROM files WHERE cwd = ?)", [self.root]
-            return ("e.file_id IN (SELECT id FROM files WHERE cwd = ? OR cwd LIKE ? ESCAPE '\\')",
-                    [self.root, like_prefix(self.root)])
+            return (
+                "e.file_id IN (SELECT id FROM files WHERE cwd = ? OR cwd LIKE ? ESCAPE '\\')",
+                [self.root, like_prefix(self.root)],
+            )
         return "1", []
 
     def term(self) -> str | None:
@@ -136,8 +140,7 @@ def project_root(conn: db.Connection, cwd: str, home: str | None = None) -> tupl
     if not candidates:
         return cwd, False
     marks = ",".join("?" * len(candidates))
-    have = {r[0] for r in conn.execute(
-        f"SELECT DISTINCT cwd FROM files WHERE cwd IN ({marks})", candidates)}
+    have = {r[0] for r in conn.execute(f"SELECT DISTINCT cwd FROM files WHERE cwd IN ({marks})", candidates)}
     for p in candidates:
         if p in have:
             return p, False
@@ -149,9 +152,16 @@ def _home_or_above(path: str, home: str) -> bool:
     return path == "/" or path == home or home.startswith(path.rstrip("/") + "/")
 
 
-def resolve_scope(conn: db.Connection, scope: str | None, *, cwd: str | None = None,
-                  session_id: str | None = None, journal_path: str | None = None,
-                  max_scope: str = "global", home: str | None = None) -> Scope:
+def resolve_scope(
+    conn: db.Connection,
+    scope: str | None,
+    *,
+    cwd: str | None = None,
+    session_id: str | None = None,
+    journal_path: str | None = None,
+    max_scope: str = "global",
+    home: str | None = None,
+) -> Scope:
     """Check a requested scope against the widest allowed and turn it into a Scope."""
     scope = scope or "project"
     if scope not in SCOPES:
@@ -174,15 +184,20 @@ def resolve_scope(conn: db.Connection, scope: str | None, *, cwd: str | None = N
     return Scope("global")
 
 
-def _check_session_within(conn: db.Connection, session_id: str, current: str | None,
-                          cwd: str | None, max_scope: str, home: str | None) -> None:
+def _check_session_within(
+    conn: db.Connection, session_id: str, current: str | None, cwd: str | None, max_scope: str, home: str | None
+) -> None:
     """Under a cap, naming another session must not reach past the caller's own project."""
     if max_scope == "session":
-        raise UserError(f"session {session_id} is not the current session, and the widest scope "
-                        "here is 'session' (e.g. omit the session id)")
+        raise UserError(
+            f"session {session_id} is not the current session, and the widest scope "
+            "here is 'session' (e.g. omit the session id)"
+        )
     if not cwd:
-        raise UserError("naming a session needs the current folder to check it belongs to this project "
-                        "(e.g. cwd=/home/u/Apps/prjct)")
+        raise UserError(
+            "naming a session needs the current folder to check it belongs to this project "
+            "(e.g. cwd=/home/u/Apps/prjct)"
+        )
     root, exact = project_root(conn, cwd, home)
     where, params = Scope("project", root=root, exact=exact).predicate()
     where = where.replace("e.file_id IN", "id IN", 1)
@@ -190,14 +205,15 @@ def _check_session_within(conn: db.Connection, session_id: str, current: str | N
         f"SELECT 1 FROM files WHERE session_id = ? AND {where} LIMIT 1", [session_id, *params]
     ).fetchone()
     if not inside:
-        raise UserError(f"session {session_id} is not in this project ({root}), and the widest scope "
-                        f"here is {max_scope!r} (e.g. scope=project)")
+        raise UserError(
+            f"session {session_id} is not in this project ({root}), and the widest scope "
+            f"here is {max_scope!r} (e.g. scope=project)"
+        )
 
 
 def session_of(conn: db.Connection, journal_path: str | None) -> str | None:
     """The session of an indexed journal (the caller's current session), or None."""
     if not journal_path:
         return None
-    row = conn.execute("SELECT session_id FROM files WHERE path = ?",
-                       (os.path.abspath(journal_path),)).fetchone()
+    row = conn.execute("SELECT session_id FROM files WHERE path = ?", (os.path.abspath(journal_path),)).fetchone()
     return row[0] if row else None

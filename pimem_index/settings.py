@@ -11,8 +11,9 @@ of the package: reading, parsing and the indexer all take settings from it.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 # A full batch holds this much text or these entries.
 BATCH_TEXT_BYTES = 8 * 1024 * 1024
@@ -55,7 +56,7 @@ class IndexSettings:
     start_method: str | None = None  # "fork" or "spawn"; None: fork unless this process has threads
     after_batch: Callable[[Any], None] | None = None
 
-    def for_parsing(self) -> "IndexSettings":
+    def for_parsing(self) -> IndexSettings:
         """These settings without the writer's hook: what the parsing side gets (it pickles)."""
         return self if self.after_batch is None else dataclasses.replace(self, after_batch=None)
 

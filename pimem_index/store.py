@@ -112,7 +112,7 @@ ENTRY_INDEXES = {
     "entries_id": "CREATE INDEX IF NOT EXISTS entries_id ON entries(id)",
     "entries_timestamp": "CREATE INDEX IF NOT EXISTS entries_timestamp ON entries(timestamp)",
     "entries_summaries": "CREATE INDEX IF NOT EXISTS entries_summaries ON entries(timestamp) "
-                         "WHERE kind IN ('compaction', 'branch_summary')",
+    "WHERE kind IN ('compaction', 'branch_summary')",
 }
 
 
@@ -128,8 +128,9 @@ def forgotten_key(value: str) -> str:
     The indexer hashes each journal's path (and the session id in its first line) to find
     it among the forgotten ones; the path, id, cwd and name themselves are never stored.
     """
-    return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16,
-                           person=b"pimem-forgotten").hexdigest()
+    return hashlib.blake2b(
+        value.encode("utf-8", "surrogatepass"), digest_size=16, person=b"pimem-forgotten"
+    ).hexdigest()
 
 
 def scope_terms(cwd: str | None, session_id: str | None) -> str:
@@ -171,8 +172,10 @@ def open_index(path: str | Path) -> db.Connection:
         foreign = not _has_meta(conn)
         conn.close()
         if foreign:
-            raise UserError(f"{path} is a SQLite database but not a pimem index, so pimem leaves it alone; "
-                            "point --db elsewhere (e.g. --db ~/.pi/agent/pi-memory/history.sqlite)")
+            raise UserError(
+                f"{path} is a SQLite database but not a pimem index, so pimem leaves it alone; "
+                "point --db elsewhere (e.g. --db ~/.pi/agent/pi-memory/history.sqlite)"
+            )
         delete_index_files(path)
         make_private_file(path)
         conn = db.connect(str(path))
@@ -245,9 +248,7 @@ def release_free_pages(conn: db.Connection) -> None:
 
 def schema_version(conn: db.Connection) -> int | None:
     """The index's schema version, or None for a new (empty) file."""
-    has_meta = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
-    ).fetchone()
+    has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
     if not has_meta:
         has_any = conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone()
         return 0 if has_any else None
@@ -322,8 +323,7 @@ def get_meta(conn: db.Connection, key: str) -> str | None:
 def set_meta(conn: db.Connection, key: str, value: str | None) -> None:
     """Write a meta value; the caller owns the transaction."""
     conn.execute(
-        "INSERT INTO meta (key, value) VALUES (?, ?) "
-        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         (key, value),
     )
 

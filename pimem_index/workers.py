@@ -17,9 +17,9 @@ import signal
 import threading
 import time
 import traceback
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 # How often the writer checks that a parsing process is alive, and a process its parent.
 POLL_SECONDS = 1.0
@@ -74,6 +74,7 @@ def in_thread(items: Iterator[tuple], ahead_bytes: int) -> Iterator[tuple]:
     budget is in bytes of text, so many small journals queue up while a few large batches
     still bound memory.
     """
+
     def size(item) -> int:  # an item of a pass, or a batch of one journal (1 at least: never free)
         return getattr(item[2] if isinstance(item, tuple) else item, "text_bytes", 0) + 1
 
@@ -101,9 +102,16 @@ def in_thread(items: Iterator[tuple], ahead_bytes: int) -> Iterator[tuple]:
         worker.join()
 
 
-def in_processes(produce: Producer, paths: list[Path], args: tuple, *,
-                 processes: int, message_bytes: int, ahead_bytes: int,
-                 start_method: str | None = None) -> Iterator[tuple]:
+def in_processes(
+    produce: Producer,
+    paths: list[Path],
+    args: tuple,
+    *,
+    processes: int,
+    message_bytes: int,
+    ahead_bytes: int,
+    start_method: str | None = None,
+) -> Iterator[tuple]:
     """`produce(paths, *args)`'s items in path order, parsed in up to `processes` processes.
 
     The journals are shared out by size, each process parses its share in order, and items
@@ -160,19 +168,24 @@ def _share_out(paths: list[Path], processes: int) -> list[int]:
 class _Stream:
     """One parsing process and the items it has sent that the writer has not taken yet."""
 
-    def __init__(self, produce: Producer, paths: list[Path], args: tuple, message_bytes: int,
-                 start_method: str) -> None:
+    def __init__(
+        self, produce: Producer, paths: list[Path], args: tuple, message_bytes: int, start_method: str
+    ) -> None:
         ctx = multiprocessing.get_context(start_method)
         self.receiver, sender = ctx.Pipe(duplex=False)
         try:  # fewer, larger reads than the default 64 KiB pipe allows (Linux only)
             import fcntl
+
             fcntl.fcntl(self.receiver.fileno(), fcntl.F_SETPIPE_SZ, 1024 * 1024)
         except (ImportError, AttributeError, OSError):
             pass
         self.items: collections.deque = collections.deque()
         self.process = ctx.Process(
-            target=_child_main, name="pimem-parse", daemon=True,
-            args=(sender, produce, paths, args, os.getpid(), message_bytes))
+            target=_child_main,
+            name="pimem-parse",
+            daemon=True,
+            args=(sender, produce, paths, args, os.getpid(), message_bytes),
+        )
         try:
             self.process.start()
         finally:
@@ -208,7 +221,8 @@ class _Stream:
             how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
             raise ParserStopped(
                 f"the process parsing journals (pid {self.process.pid}) stopped unexpectedly ({how}); "
-                "everything written so far is kept: run the command again to go on") from None
+                "everything written so far is kept: run the command again to go on"
+            ) from None
         return pickle.loads(data)
 
     def close(self) -> None:
@@ -222,8 +236,7 @@ class _Stream:
         self.process.close()
 
 
-def _child_main(sender, produce: Producer, paths: list[Path], args: tuple, parent: int,
-                message_bytes: int) -> None:
+def _child_main(sender, produce: Producer, paths: list[Path], args: tuple, parent: int, message_bytes: int) -> None:
     """A parsing process: says it is ready, runs `produce`, sends its items in messages (a small first one).
 
     A thread sends them, so parsing goes on while the writer is busy: up to QUEUED_BYTES
@@ -351,6 +364,7 @@ def _return_large_blocks() -> None:
     """
     try:
         import ctypes
+
         ctypes.CDLL(None).mallopt(-3, 1024 * 1024)  # M_MMAP_THRESHOLD
     except (OSError, AttributeError):
         pass

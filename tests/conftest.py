@@ -8,15 +8,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from click.testing import CliRunner
+from pijournal import Journal
+from plugin_world import FLUENT, HERON
 
 from pimem_index import indexer, store
 from pimem_index.cli import cli
 from pimem_index.locations import resolve
-
-from pijournal import Journal
-from plugin_world import FLUENT, HERON
 
 
 @pytest.fixture
@@ -74,8 +72,10 @@ def immutable():
     def freeze(*paths):
         for path in paths:
             if os.geteuid() == 0:
-                if shutil.which("chattr") is None or subprocess.run(
-                        ["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+                if (
+                    shutil.which("chattr") is None
+                    or subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0
+                ):
                     pytest.skip("running as root without chattr +i: cannot make a path read-only")
                 made.append(("chattr", path))
             else:
@@ -105,7 +105,8 @@ def forgotten_session(agent_dir, locations, new_journal, home):
     result = runner.invoke(cli, ["forget", "--session", gone.session_id])
     assert result.exit_code == 0, result.output
     return {
-        "gone": gone, "kept": kept,
+        "gone": gone,
+        "kept": kept,
         # what nothing may show once the session is forgotten: its id, name, folder and path
         "secrets": (gone.session_id, "Plan the quokka surprise", "hushproj", str(gone.path)),
         "kept_marks": (kept.session_id, "Ordinary wombat work", str(home / "Apps/keptproj"), str(kept.path)),
@@ -126,8 +127,14 @@ def world(conn, locations, new_journal, home):
     b = new_journal("Apps/fluenty")
     other = b.user(FLUENT)
     indexer.index_all(conn, locations)
-    return {"a": a, "b": b, "ids": ids, "other": other, "cwd_a": str(home / "Apps/prjct"),
-            "cwd_b": str(home / "Apps/fluenty")}
+    return {
+        "a": a,
+        "b": b,
+        "ids": ids,
+        "other": other,
+        "cwd_a": str(home / "Apps/prjct"),
+        "cwd_b": str(home / "Apps/fluenty"),
+    }
 
 
 @pytest.fixture

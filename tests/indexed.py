@@ -14,7 +14,8 @@ def snapshot(conn) -> tuple[list, dict]:
     rows = conn.execute(
         "SELECT f.path, e.id, e.kind, e.role, e.tool, e.line, e.offset, e.length, e.fingerprint, "
         "e.session_id, e.timestamp, e.chars FROM entries e JOIN files f ON f.id = e.file_id "
-        "ORDER BY f.path, e.offset").fetchall()
+        "ORDER BY f.path, e.offset"
+    ).fetchall()
     return rows, vocab(conn)
 
 
@@ -22,5 +23,6 @@ def entry_count(conn, path=None) -> int:
     """Entries in the index, or in one journal's rows."""
     if path is None:
         return conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
-    return conn.execute("SELECT COUNT(*) FROM entries e JOIN files f ON f.id = e.file_id WHERE f.path = ?",
-                        (str(path),)).fetchone()[0]
+    return conn.execute(
+        "SELECT COUNT(*) FROM entries e JOIN files f ON f.id = e.file_id WHERE f.path = ?", (str(path),)
+    ).fetchone()[0]

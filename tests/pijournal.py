@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 
 def iso(dt: datetime) -> str:
-    dt = dt.astimezone(timezone.utc)
+    dt = dt.astimezone(UTC)
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
@@ -22,14 +22,22 @@ def encode_cwd(cwd: str) -> str:
 class Journal:
     """A Pi session journal being written: each method appends one line and returns its id."""
 
-    def __init__(self, sessions_dir: Path, cwd: str, *, version: int = 3,
-                 start: datetime | None = None, session_id: str | None = None,
-                 path: Path | None = None, parent_session: str | None = None,
-                 header: bool = True):
+    def __init__(
+        self,
+        sessions_dir: Path,
+        cwd: str,
+        *,
+        version: int = 3,
+        start: datetime | None = None,
+        session_id: str | None = None,
+        path: Path | None = None,
+        parent_session: str | None = None,
+        header: bool = True,
+    ):
         self.cwd = cwd
         self.version = version
         self.session_id = session_id or str(uuid.uuid4())
-        self.now = start or datetime.now(timezone.utc) - timedelta(hours=1)
+        self.now = start or datetime.now(UTC) - timedelta(hours=1)
         if path is None:
             stamp = iso(self.now).replace(":", "-").replace(".", "-")
             path = Path(sessions_dir) / encode_cwd(cwd) / f"{stamp}_{self.session_id}.jsonl"
@@ -96,13 +104,21 @@ class Journal:
         if as_string:
             return self.message({"role": "user", "content": text})
         content = [{"type": "text", "text": text}] if text is not None else []
-        content += [{"type": "image", "data": "iVBORw0KGgo" + "QUFB" * 200, "mimeType": "image/png"}
-                    for _ in range(images)]
+        content += [
+            {"type": "image", "data": "iVBORw0KGgo" + "QUFB" * 200, "mimeType": "image/png"} for _ in range(images)
+        ]
         return self.message({"role": "user", "content": content})
 
-    def assistant(self, text: str | None = None, *, thinking: str | None = None,
-                  signature: str | None = None, redacted_thinking: str | None = None,
-                  tool_calls: list[tuple[str, dict]] = (), stop: str | None = None) -> str:
+    def assistant(
+        self,
+        text: str | None = None,
+        *,
+        thinking: str | None = None,
+        signature: str | None = None,
+        redacted_thinking: str | None = None,
+        tool_calls: list[tuple[str, dict]] = (),
+        stop: str | None = None,
+    ) -> str:
         content: list[dict] = []
         if thinking is not None:
             block = {"type": "thinking", "thinking": thinking}
@@ -110,54 +126,92 @@ class Journal:
                 block["thinkingSignature"] = signature
             content.append(block)
         if redacted_thinking is not None:
-            content.append({"type": "thinking", "thinking": "[Reasoning redacted]",
-                            "thinkingSignature": redacted_thinking, "redacted": True})
+            content.append(
+                {
+                    "type": "thinking",
+                    "thinking": "[Reasoning redacted]",
+                    "thinkingSignature": redacted_thinking,
+                    "redacted": True,
+                }
+            )
         if text is not None:
             content.append({"type": "text", "text": text})
         for name, args in tool_calls:
-            content.append({"type": "toolCall", "id": "toolu_" + uuid.uuid4().hex[:20],
-                            "name": name, "arguments": args})
-        return self.message({
-            "role": "assistant", "content": content, "api": "anthropic-messages",
-            "provider": "anthropic", "model": "claude-sonnet-4-5",
-            "usage": {"input": 2775, "output": 141, "cacheRead": 0, "cacheWrite": 0,
-                      "totalTokens": 2916, "cost": {"input": 0.0083, "output": 0.0021,
-                                                    "cacheRead": 0, "cacheWrite": 0, "total": 0.0104}},
-            "stopReason": stop or ("toolUse" if tool_calls else "stop"),
-        })
+            content.append(
+                {"type": "toolCall", "id": "toolu_" + uuid.uuid4().hex[:20], "name": name, "arguments": args}
+            )
+        return self.message(
+            {
+                "role": "assistant",
+                "content": content,
+                "api": "anthropic-messages",
+                "provider": "anthropic",
+                "model": "claude-sonnet-4-5",
+                "usage": {
+                    "input": 2775,
+                    "output": 141,
+                    "cacheRead": 0,
+                    "cacheWrite": 0,
+                    "totalTokens": 2916,
+                    "cost": {"input": 0.0083, "output": 0.0021, "cacheRead": 0, "cacheWrite": 0, "total": 0.0104},
+                },
+                "stopReason": stop or ("toolUse" if tool_calls else "stop"),
+            }
+        )
 
     def tool_result(self, tool: str, text: str, *, images: int = 0, is_error: bool = False) -> str:
         content = [{"type": "text", "text": text}]
-        content += [{"type": "image", "data": "iVBORw0KGgo" + "QkJC" * 200, "mimeType": "image/png"}
-                    for _ in range(images)]
-        return self.message({"role": "toolResult", "toolCallId": "toolu_" + uuid.uuid4().hex[:20],
-                             "toolName": tool, "content": content, "isError": is_error})
+        content += [
+            {"type": "image", "data": "iVBORw0KGgo" + "QkJC" * 200, "mimeType": "image/png"} for _ in range(images)
+        ]
+        return self.message(
+            {
+                "role": "toolResult",
+                "toolCallId": "toolu_" + uuid.uuid4().hex[:20],
+                "toolName": tool,
+                "content": content,
+                "isError": is_error,
+            }
+        )
 
     def bash(self, command: str, output: str, exit_code: int = 0) -> str:
-        return self.message({"role": "bashExecution", "command": command, "output": output,
-                             "exitCode": exit_code, "cancelled": False, "truncated": False})
+        return self.message(
+            {
+                "role": "bashExecution",
+                "command": command,
+                "output": output,
+                "exitCode": exit_code,
+                "cancelled": False,
+                "truncated": False,
+            }
+        )
 
     def hook_message(self, custom_type: str, text: str, role: str = "custom") -> str:
-        return self.message({"role": role, "customType": custom_type, "content": text,
-                             "display": True})
+        return self.message({"role": role, "customType": custom_type, "content": text, "display": True})
 
     def custom_message(self, custom_type: str, content) -> str:
-        return self.entry({"type": "custom_message", "customType": custom_type,
-                           "content": content, "display": True})
+        return self.entry({"type": "custom_message", "customType": custom_type, "content": content, "display": True})
 
     def custom_state(self, custom_type: str, data: dict) -> str:
         return self.entry({"type": "custom", "customType": custom_type, "data": data})
 
     def compaction(self, summary: str, tokens_before: int = 175004) -> str:
-        extra = ({"firstKeptEntryId": self.last_id} if self.version >= 2
-                 else {"firstKeptEntryIndex": max(self.lines - 2, 1)})
-        return self.entry({"type": "compaction", "summary": summary, "tokensBefore": tokens_before,
-                           **extra, "details": {"readFiles": [], "modifiedFiles": []},
-                           "fromHook": False})
+        extra = (
+            {"firstKeptEntryId": self.last_id} if self.version >= 2 else {"firstKeptEntryIndex": max(self.lines - 2, 1)}
+        )
+        return self.entry(
+            {
+                "type": "compaction",
+                "summary": summary,
+                "tokensBefore": tokens_before,
+                **extra,
+                "details": {"readFiles": [], "modifiedFiles": []},
+                "fromHook": False,
+            }
+        )
 
     def branch_summary(self, summary: str, from_id: str | None = None) -> str:
-        return self.entry({"type": "branch_summary", "fromId": from_id or self.last_id,
-                           "summary": summary})
+        return self.entry({"type": "branch_summary", "fromId": from_id or self.last_id, "summary": summary})
 
     def model_change(self, model: str = "gpt-5") -> str:
         return self.entry({"type": "model_change", "provider": "openai", "modelId": model})
@@ -179,8 +233,10 @@ class Journal:
 def make_corpus(new_journal, sessions: int, turns: int) -> list[Journal]:
     """`sessions` journals over three projects, each of `turns` turns (user, assistant with a
     tool call, a 30-line tool result): a corpus large enough to come in several batches."""
-    words = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi "
-             "rho sigma tau upsilon phi chi psi omega").split()
+    words = (
+        "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi "
+        "rho sigma tau upsilon phi chi psi omega"
+    ).split()
     out = []
     for s in range(sessions):
         j = new_journal(f"Apps/proj{s % 3}/sub{s}")

@@ -20,8 +20,7 @@ ROOT = {"id": "root"}
 def make_datasette(locations, plugin_config=None, **kwargs) -> Datasette:
     """A Datasette over the index as `pimem serve` starts it (root enabled), without background indexing."""
     config = {"background_index": False, **(plugin_config or {})}
-    ds = Datasette([str(locations.db_path)], secret=ensure_secret(locations),
-                   plugin_config={PLUGIN: config}, **kwargs)
+    ds = Datasette([str(locations.db_path)], secret=ensure_secret(locations), plugin_config={PLUGIN: config}, **kwargs)
     ds.root_enabled = True  # what `pimem serve` gets from Datasette's --root
     return ds
 

@@ -22,8 +22,8 @@ import random
 import string
 import sys
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 from urllib.parse import quote
 from xml.sax.saxutils import escape as xml_escape
 
@@ -81,18 +81,49 @@ def _b64url(data: bytes) -> str:
 
 NEUTRAL_KEYS = ["value", "data", "item", "deploy", "setting", "output", "result", "entry"]
 SECRET_KEYS = [
-    "password", "passwd", "pwd", "passphrase", "secret", "client_secret", "token", "access_token",
-    "auth_token", "refresh_token", "api_key", "apikey", "api-key", "access_key", "secret_key",
-    "private_key", "auth", "credentials", "db_password", "mysql_root_password", "x-api-key",
-    "x-auth-token", "secretKey", "apiToken", "clientSecret", "db.password", "session_token",
-    "webhook_secret", "signing_key", "encryption_key",
+    "password",
+    "passwd",
+    "pwd",
+    "passphrase",
+    "secret",
+    "client_secret",
+    "token",
+    "access_token",
+    "auth_token",
+    "refresh_token",
+    "api_key",
+    "apikey",
+    "api-key",
+    "access_key",
+    "secret_key",
+    "private_key",
+    "auth",
+    "credentials",
+    "db_password",
+    "mysql_root_password",
+    "x-api-key",
+    "x-auth-token",
+    "secretKey",
+    "apiToken",
+    "clientSecret",
+    "db.password",
+    "session_token",
+    "webhook_secret",
+    "signing_key",
+    "encryption_key",
 ]
 
 
-def _bare(kind: str, value: str, prefix: str, rng: random.Random, *, key: str | None = None, url_safe: bool = True) -> Sample:
+def _bare(
+    kind: str, value: str, prefix: str, rng: random.Random, *, key: str | None = None, url_safe: bool = True
+) -> Sample:
     return Sample(
-        kind, value=value, key=key or rng.choice(NEUTRAL_KEYS),
-        secrets=[value[len(prefix):]], keeps=[prefix] if prefix else [], url_safe=url_safe,
+        kind,
+        value=value,
+        key=key or rng.choice(NEUTRAL_KEYS),
+        secrets=[value[len(prefix) :]],
+        keeps=[prefix] if prefix else [],
+        url_safe=url_safe,
     )
 
 
@@ -141,12 +172,20 @@ def g_aws_secret(rng):
     secret = _r(rng, 40, B64)
     form = rng.randrange(3)
     if form == 0:
-        return Sample("aws_secret_key", value=secret, key="aws_secret_access_key", secrets=[secret], url_safe=False,
-                      needs_key=True)
+        return Sample(
+            "aws_secret_key",
+            value=secret,
+            key="aws_secret_access_key",
+            secrets=[secret],
+            url_safe=False,
+            needs_key=True,
+        )
     if form == 1:
         snippet = "Access key ID,Secret access key\n" + key_id + "," + secret
     else:
-        snippet = "aws configure set aws_access_key_id " + key_id + "\naws configure set aws_secret_access_key " + secret
+        snippet = (
+            "aws configure set aws_access_key_id " + key_id + "\naws configure set aws_secret_access_key " + secret
+        )
     return Sample("aws_secret_key", snippet=snippet, secrets=[secret, key_id[4:]])
 
 
@@ -223,8 +262,9 @@ def g_discord_bot(rng):
     uid = str(rng.randint(10**17, 10**18 - 1)).encode()
     first = base64.b64encode(uid).decode().rstrip("=")
     rest = _r(rng, 6, B64U) + "." + _r(rng, 38, B64U)
-    return Sample("discord_bot_token", value=first + "." + rest, key="discord_bot", secrets=[rest], keeps=[first],
-                  needs_key=True)
+    return Sample(
+        "discord_bot_token", value=first + "." + rest, key="discord_bot", secrets=[rest], keeps=[first], needs_key=True
+    )
 
 
 def g_discord_webhook(rng):
@@ -235,8 +275,14 @@ def g_discord_webhook(rng):
 def g_telegram(rng):
     bot = _r(rng, rng.randint(8, 10), DIGITS)
     secret = "AA" + _r(rng, 33, B64U)
-    return Sample("telegram_bot_token", value=bot + ":" + secret, key="telegram_bot", secrets=[secret],
-                  keeps=[bot + ":"], needs_key=True)
+    return Sample(
+        "telegram_bot_token",
+        value=bot + ":" + secret,
+        key="telegram_bot",
+        secrets=[secret],
+        keeps=[bot + ":"],
+        needs_key=True,
+    )
 
 
 def g_sentry(rng):
@@ -257,7 +303,9 @@ def g_jwt(rng):
 def g_azure_storage(rng):
     key = _r(rng, 86, B64) + "=="
     v = f"DefaultEndpointsProtocol=https;AccountName={_r(rng, 10, LOWER)};AccountKey={key};EndpointSuffix=core.windows.net"
-    return Sample("azure_storage_key", value=v, key="connection", secrets=[key[:-2]], keeps=["AccountKey="], url_safe=False)
+    return Sample(
+        "azure_storage_key", value=v, key="connection", secrets=[key[:-2]], keeps=["AccountKey="], url_safe=False
+    )
 
 
 def g_azure_sas(rng):
@@ -320,7 +368,9 @@ def g_gcp_service_account(rng):
         "private_key": "-----BEGIN PRIVATE KEY-----\n" + body + "\n-----END PRIVATE KEY-----\n",
         "client_email": _r(rng, 6, LOWER) + "@x.iam.gserviceaccount.com",
     }
-    return Sample("gcp_service_account", snippet=json.dumps(doc, indent=2), secrets=lines, keeps=["-----BEGIN PRIVATE KEY-----"])
+    return Sample(
+        "gcp_service_account", snippet=json.dumps(doc, indent=2), secrets=lines, keeps=["-----BEGIN PRIVATE KEY-----"]
+    )
 
 
 def g_authorization(rng):
@@ -332,35 +382,49 @@ def g_authorization(rng):
     else:
         cred = _r(rng, rng.randint(30, 60), B64U)
     name = rng.choice(["Authorization", "authorization", "Proxy-Authorization"])
-    return Sample("authorization_header", snippet=f"{name}: {scheme} {cred}", secrets=[cred], keeps=[f"{name}: {scheme} "])
+    return Sample(
+        "authorization_header", snippet=f"{name}: {scheme} {cred}", secrets=[cred], keeps=[f"{name}: {scheme} "]
+    )
 
 
 def g_cookie(rng):
     sid = _r(rng, 32)
     if rng.random() < 0.5:
         csrf = _r(rng, 32)
-        return Sample("cookie", snippet=f"Cookie: sessionid={sid}; csrftoken={csrf}", secrets=[sid, csrf], keeps=["sessionid="])
+        return Sample(
+            "cookie", snippet=f"Cookie: sessionid={sid}; csrftoken={csrf}", secrets=[sid, csrf], keeps=["sessionid="]
+        )
     return Sample(
-        "cookie", snippet=f"Set-Cookie: session={sid}; Path=/; HttpOnly; Secure; SameSite=Lax",
-        secrets=[sid], keeps=["Set-Cookie: session=", "Path=/"],
+        "cookie",
+        snippet=f"Set-Cookie: session={sid}; Path=/; HttpOnly; Secure; SameSite=Lax",
+        secrets=[sid],
+        keeps=["Set-Cookie: session=", "Path=/"],
     )
 
 
 def g_curl(rng):
     pw = _password(rng)
     user = _r(rng, 6, LOWER)
-    form = rng.choice([f"curl -u {user}:{pw} https://api.example.com/v1/items",
-                       f"curl -s -X POST --user {user}:{pw} https://api.example.com/v1/items -d @body.json",
-                       f"curl -fsSL -u '{user}:{pw}' https://api.example.com/v1/items"])
+    form = rng.choice(
+        [
+            f"curl -u {user}:{pw} https://api.example.com/v1/items",
+            f"curl -s -X POST --user {user}:{pw} https://api.example.com/v1/items -d @body.json",
+            f"curl -fsSL -u '{user}:{pw}' https://api.example.com/v1/items",
+        ]
+    )
     return Sample("curl_user", snippet=form, secrets=[pw], keeps=[user + ":"])
 
 
 def g_mysql(rng):
     pw = _password(rng)
-    form = rng.choice([f"mysql -u root -p{pw} -h db.internal app",
-                       f"mysqldump -uroot -p'{pw}' app > dump.sql",
-                       f"mysql -h 127.0.0.1 -P 3306 -u app -p {pw} app",
-                       f"mariadb -u root -p{pw} app"])
+    form = rng.choice(
+        [
+            f"mysql -u root -p{pw} -h db.internal app",
+            f"mysqldump -uroot -p'{pw}' app > dump.sql",
+            f"mysql -h 127.0.0.1 -P 3306 -u app -p {pw} app",
+            f"mariadb -u root -p{pw} app",
+        ]
+    )
     return Sample("mysql_password", snippet=form, secrets=[pw], keeps=["-p"])
 
 
@@ -372,26 +436,53 @@ def g_sshpass(rng):
 
 def g_pgpassword(rng):
     pw = _password(rng)
-    return Sample("pgpassword", snippet=f"PGPASSWORD={pw} psql -h db.internal -U app app", secrets=[pw], keeps=["PGPASSWORD=", "psql"])
+    return Sample(
+        "pgpassword",
+        snippet=f"PGPASSWORD={pw} psql -h db.internal -U app app",
+        secrets=[pw],
+        keeps=["PGPASSWORD=", "psql"],
+    )
 
 
 def g_env_export(rng):
-    name = rng.choice(["API_KEY", "SECRET_KEY", "DB_PASSWORD", "AUTH_TOKEN", "STRIPE_SECRET", "OPENAI_API_KEY",
-                       "AWS_SECRET_ACCESS_KEY", "JWT_SECRET", "SESSION_SECRET", "GH_TOKEN", "SMTP_PASSWORD"])
+    name = rng.choice(
+        [
+            "API_KEY",
+            "SECRET_KEY",
+            "DB_PASSWORD",
+            "AUTH_TOKEN",
+            "STRIPE_SECRET",
+            "OPENAI_API_KEY",
+            "AWS_SECRET_ACCESS_KEY",
+            "JWT_SECRET",
+            "SESSION_SECRET",
+            "GH_TOKEN",
+            "SMTP_PASSWORD",
+        ]
+    )
     pw = _r(rng, rng.randint(16, 40), ALNUM + "_-")
     line = rng.choice([f"export {name}={pw}", f"{name}={pw}", f'export {name}="{pw}"', f"{name}='{pw}'"])
     return Sample("env_export", snippet=line, secrets=[pw], keeps=[name + "="])
 
 
 def g_ai_provider(rng):
-    p, n, alphabet = rng.choice([("gs" + "k_", 52, ALNUM), ("xa" + "i-", 80, ALNUM), ("pp" + "lx-", 48, ALNUM),
-                                 ("r" + "8_", 37, ALNUM), ("tv" + "ly-", 32, ALNUM), ("tv" + "ly-dev-", 32, ALNUM)])
+    p, n, alphabet = rng.choice(
+        [
+            ("gs" + "k_", 52, ALNUM),
+            ("xa" + "i-", 80, ALNUM),
+            ("pp" + "lx-", 48, ALNUM),
+            ("r" + "8_", 37, ALNUM),
+            ("tv" + "ly-", 32, ALNUM),
+            ("tv" + "ly-dev-", 32, ALNUM),
+        ]
+    )
     return _bare("ai_provider_key", p + _r(rng, n, alphabet), p, rng)
 
 
 def g_saas(rng):
-    p, n, alphabet = rng.choice([("lin" + "_api_", 40, ALNUM), ("sh" + "pat_", 32, HEX), ("sh" + "pss_", 32, HEX),
-                                 ("sec" + "ret_", 43, ALNUM)])
+    p, n, alphabet = rng.choice(
+        [("lin" + "_api_", 40, ALNUM), ("sh" + "pat_", 32, HEX), ("sh" + "pss_", 32, HEX), ("sec" + "ret_", 43, ALNUM)]
+    )
     return _bare("saas_token", p + _r(rng, n, alphabet), p, rng)
 
 
@@ -414,14 +505,21 @@ def g_putty(rng):
     priv = [_r(rng, 64, B64) for _ in range(rng.randint(1, 3))]
     snippet = (
         "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: key\nPublic-Lines: 2\n"
-        + _r(rng, 64, B64) + "\n" + _r(rng, 20, B64) + f"\nPrivate-Lines: {len(priv)}\n" + "\n".join(priv)
-        + "\nPrivate-MAC: " + _r(rng, 64, HEX)
+        + _r(rng, 64, B64)
+        + "\n"
+        + _r(rng, 20, B64)
+        + f"\nPrivate-Lines: {len(priv)}\n"
+        + "\n".join(priv)
+        + "\nPrivate-MAC: "
+        + _r(rng, 64, HEX)
     )
     return Sample("putty_private_key", snippet=snippet, secrets=priv, keeps=["Private-Lines:"])
 
 
 def g_assignment(rng):
-    return Sample("secret_assignment", value=_password(rng), key=rng.choice(SECRET_KEYS), url_safe=False, needs_key=True)
+    return Sample(
+        "secret_assignment", value=_password(rng), key=rng.choice(SECRET_KEYS), url_safe=False, needs_key=True
+    )
 
 
 GENERATORS: dict[str, Callable[[random.Random], Sample]] = {
@@ -524,7 +622,9 @@ def c_json_after_newline(s: Sample, rng) -> str:
 def c_yaml(s: Sample, rng) -> str:
     if s.snippet:
         if "\n" in s.snippet:
-            return "steps:\n  - name: setup\n    run: |\n" + "\n".join("      " + l for l in s.snippet.splitlines()) + "\n"
+            return (
+                "steps:\n  - name: setup\n    run: |\n" + "\n".join("      " + l for l in s.snippet.splitlines()) + "\n"
+            )
         return f"steps:\n  - name: setup\n    run: {s.snippet}\n"
     q = rng.choice(["", '"', "'"])
     return f"service:\n  name: api\n  {s.key}: {q}{s.value}{q}\n  replicas: 2\n"
@@ -578,7 +678,7 @@ def c_js(s: Sample, rng) -> str:
         return "const script = `" + s.snippet.replace("`", "\\`") + "`;\n"
     if rng.random() < 0.5:
         return f"const {_camel(s.key)} = '{s.value}';\nexport default {_camel(s.key)};\n"
-    return f"const client = new Client({{\n  {_camel(s.key)}: \"{s.value}\",\n  retries: 3,\n}});\n"
+    return f'const client = new Client({{\n  {_camel(s.key)}: "{s.value}",\n  retries: 3,\n}});\n'
 
 
 def c_http(s: Sample, rng) -> str:
@@ -646,7 +746,9 @@ def leaked(case: Case, out: str) -> list[str]:
 
 
 def lost_keeps(case: Case, out: str) -> list[str]:
-    return [k for k in case.keeps if not any(f in out for f in {k, json.dumps(k)[1:-1], xml_escape(k), quote(k, safe="")})]
+    return [
+        k for k in case.keeps if not any(f in out for f in {k, json.dumps(k)[1:-1], xml_escape(k), quote(k, safe="")})
+    ]
 
 
 # ---------------------------------------------------------------------------
@@ -678,14 +780,14 @@ def negatives(seed: int = 99) -> Iterator[tuple[str, str]]:
         "ts types": "interface Creds { password: string; token?: string }",
         "json null": '{"password": null, "token": "", "secret": false}',
         "${VAR}": "password: ${DB_PASSWORD}\napi_key: ${{ secrets.API_KEY }}\n",
-        "$VAR": "token=$GITHUB_TOKEN\ncurl -H \"Authorization: Bearer $TOKEN\" https://api.example.com\n",
+        "$VAR": 'token=$GITHUB_TOKEN\ncurl -H "Authorization: Bearer $TOKEN" https://api.example.com\n',
         "placeholders": "api_key: <your-api-key>\npassword: xxxxxxxx\nsecret: '********'\nAPI_KEY=YOUR_API_KEY\n",
         "changeme": "password: changeme\n",
         "prose": "The password is stored in vault. Set the token in your environment, then rotate the secret.",
         "prose auth": "The auth flow works; the author fixed OAuth yesterday. Cookies are set on login.",
         "prose key": "Use an API key: see the docs. The private key is in ~/.ssh/id_rsa.",
         "bearer prose": "Bearer token authentication is used by the API.",
-        "hex colours": "color: #ff00aa;\nbackground: #1E90FF;\n\"accent\": \"#abcdef\"",
+        "hex colours": 'color: #ff00aa;\nbackground: #1E90FF;\n"accent": "#abcdef"',
         "integrity": f'"integrity": "sha512-{_r(rng, 86, B64)}=="',
         "pwd": "PWD=/home/user/project\nOLDPWD=/tmp\n",
         "keys not secret": 'sort_key = "name"\nprimary_key = True\n"key": "Enter"\nmonkey: banana\ncache_key = f"user:{uid}"',
@@ -693,8 +795,12 @@ def negatives(seed: int = 99) -> Iterator[tuple[str, str]]:
         "urls without password": "https://github.com/user/repo.git\ngit@github.com:user/repo.git\nhttps://user@host.example.com/x",
         "words like prefixes": "sk-learn compatible; task-runner; disk-usage; the hf_hub cache; npm_config_cache",
         "more prefix-like words": "taxi-driver; a secret_handshake_protocol; ./r8_cache; dop_v1_notes; gsk_tmp",
-        "public key": "-----BEGIN PUBLIC KEY-----\n" + "\n".join(_r(rng, 64, B64) for _ in range(4)) + "\n-----END PUBLIC KEY-----",
-        "certificate": "-----BEGIN CERTIFICATE-----\n" + "\n".join(_r(rng, 64, B64) for _ in range(4)) + "\n-----END CERTIFICATE-----",
+        "public key": "-----BEGIN PUBLIC KEY-----\n"
+        + "\n".join(_r(rng, 64, B64) for _ in range(4))
+        + "\n-----END PUBLIC KEY-----",
+        "certificate": "-----BEGIN CERTIFICATE-----\n"
+        + "\n".join(_r(rng, 64, B64) for _ in range(4))
+        + "\n-----END CERTIFICATE-----",
         "ssh public key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + _r(rng, 43, B64) + " user@host",
         "empty password": "PASSWORD=\nNEXT_VAR=visible\n",
         "empty yaml": "password:\n  from_secret: db\n",

@@ -32,10 +32,11 @@ import subprocess
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable, Union
+from typing import Any, Union
 
 MODEL_ID = "scripted-model"
 PROVIDER = "scripted"
@@ -61,7 +62,7 @@ class ToolCalls:
     usage: dict[str, int] | None = None
 
 
-Turn = Union[Text, ToolCalls, Callable[[dict], Union[Text, ToolCalls]]]
+Turn = Union[Text, ToolCalls, Callable[[dict], Text | ToolCalls]]
 
 _ids = itertools.count(1)
 
@@ -81,7 +82,7 @@ class ScriptedModel:
         self._thread: threading.Thread | None = None
 
     # -- script ------------------------------------------------------------------------
-    def add(self, *turns: Turn) -> "ScriptedModel":
+    def add(self, *turns: Turn) -> ScriptedModel:
         with self._lock:
             self.turns.extend(turns)
         return self
@@ -112,7 +113,7 @@ class ScriptedModel:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> "ScriptedModel":
+    def start(self) -> ScriptedModel:
         model = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -169,7 +170,7 @@ class ScriptedModel:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> "ScriptedModel":
+    def __enter__(self) -> ScriptedModel:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -261,7 +262,12 @@ def _tool_call_wire(turn: ToolCalls) -> list[dict]:
 
 def _chunks(turn: Text | ToolCalls, body: dict) -> list[dict]:
     cid = f"chatcmpl-{next(_ids):06d}"
-    base = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()), "model": body.get("model", MODEL_ID)}
+    base = {
+        "id": cid,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": body.get("model", MODEL_ID),
+    }
 
     def chunk(delta: dict, finish: str | None = None) -> dict:
         return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
@@ -315,7 +321,10 @@ def find_pi() -> tuple[Path | None, str]:
     """
     node = shutil.which("node")
     if node is None:
-        return None, "node is not installed (Pi needs Node 20.6+): install nodejs, then `npm ci --prefix pimem_index/pi_extension`"
+        return (
+            None,
+            "node is not installed (Pi needs Node 20.6+): install nodejs, then `npm ci --prefix pimem_index/pi_extension`",
+        )
     try:
         version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
         major, minor = (int(x) for x in version.lstrip("v").split(".")[:2])

@@ -48,8 +48,12 @@ class Server:
         self.lines: list[str] = []
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "pimem_index", "serve", "--port", str(self.port), *args],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=env, text=True, bufsize=1,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            text=True,
+            bufsize=1,
         )
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -89,7 +93,7 @@ def get(url: str, token: str | None = None, opener=None) -> tuple[int, str]:
     if token:
         req.add_header("Authorization", f"Bearer {token}")
     try:
-        with (opener.open(req, timeout=30) if opener else urllib.request.urlopen(req, timeout=30)) as res:
+        with opener.open(req, timeout=30) if opener else urllib.request.urlopen(req, timeout=30) as res:
             return res.status, res.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()

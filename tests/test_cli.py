@@ -12,12 +12,12 @@ import time
 import click
 import pytest
 from click.testing import CliRunner
+from pijournal import Journal
 
 from pimem_index import db
 from pimem_index.cli import cli, watch_command
 from pimem_index.errors import UserError
 from pimem_index.locations import resolve
-from pijournal import Journal
 
 SECRET = "sk-" + "ant-" + "api03-" + "Hq7Lm2Xv9Rt4Wz8Kp3Nb6Yc1Df5Gs0Ja"
 
@@ -63,7 +63,13 @@ def count_entries_independently(paths) -> int:
             if obj.get("type") in ("compaction", "branch_summary", "custom_message"):
                 total += 1
             elif obj.get("type") == "message" and obj["message"].get("role") in (
-                    "user", "assistant", "toolResult", "bashExecution", "custom", "hookMessage"):
+                "user",
+                "assistant",
+                "toolResult",
+                "bashExecution",
+                "custom",
+                "hookMessage",
+            ):
                 total += 1
     return total
 
@@ -152,15 +158,18 @@ def test_summaries_lists_the_projects_compactions_not_its_messages(run, populate
     assert [r["kind"] for r in data["results"]] == ["compaction"]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["search", "x", "--since", "last week"], "YYYY-MM-DD"),
-    (["search", "x", "--kind", "toolresult"], "unknown kind"),
-    (["search", "x", "--scope", "world"], "unknown scope"),
-    (["search", "x", "--limit", "500"], "limit must be"),
-    (["read", "abc", "--offset", "-5"], "offset must be"),
-    (["read", "nosuchid"], "no entry nosuchid"),
-    (["index", "/nonexistent/file.jsonl"], "no such journal"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["search", "x", "--since", "last week"], "YYYY-MM-DD"),
+        (["search", "x", "--kind", "toolresult"], "unknown kind"),
+        (["search", "x", "--scope", "world"], "unknown scope"),
+        (["search", "x", "--limit", "500"], "limit must be"),
+        (["read", "abc", "--offset", "-5"], "offset must be"),
+        (["read", "nosuchid"], "no entry nosuchid"),
+        (["index", "/nonexistent/file.jsonl"], "no such journal"),
+    ],
+)
 def test_user_errors_are_one_line_and_exit_1(run, populated, args, message):
     run("index")
     result = run(*args)
@@ -288,10 +297,13 @@ def test_search_indexes_new_lines_first_unless_told_not_to(run, populated, home)
     assert [r["kind"] for r in fresh["results"]] == ["user"]
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda tmp: tmp / "a-folder", "is a folder"),
-    (lambda tmp: tmp / "a-file" / "below-a-file.sqlite", "cannot create the index"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda tmp: tmp / "a-folder", "is a folder"),
+        (lambda tmp: tmp / "a-file" / "below-a-file.sqlite", "cannot create the index"),
+    ],
+)
 def test_unusable_index_path_is_a_one_line_error(run, tmp_path, make, message):
     (tmp_path / "a-folder").mkdir()
     (tmp_path / "a-file").write_text("not a folder")
@@ -311,14 +323,19 @@ def indexed_paths(locations) -> set[str]:
 
 
 @pytest.mark.parametrize("name", ["outside-jsonl", "readme", "link-inside-to-outside", "text-inside"])
-def test_index_refuses_a_file_that_is_not_a_journal_in_the_journal_folders(run, populated, locations,
-                                                                            tmp_path, sessions_dir, name):
+def test_index_refuses_a_file_that_is_not_a_journal_in_the_journal_folders(
+    run, populated, locations, tmp_path, sessions_dir, name
+):
     outside = populated["extra"].path  # a real journal, but its folder was not given
     (sessions_dir / "notes.txt").write_text("not a journal")
     (sessions_dir / "link.jsonl").symlink_to(outside)
     readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
-    target = {"outside-jsonl": outside, "readme": readme, "link-inside-to-outside": sessions_dir / "link.jsonl",
-              "text-inside": sessions_dir / "notes.txt"}[name]
+    target = {
+        "outside-jsonl": outside,
+        "readme": readme,
+        "link-inside-to-outside": sessions_dir / "link.jsonl",
+        "text-inside": sessions_dir / "notes.txt",
+    }[name]
     result = run("index", target)
     assert result.exit_code == 1
     assert "not a .jsonl journal inside the journal folders" in result.output and "e.g. pimem index" in result.output
@@ -401,14 +418,17 @@ def provoke(kind: str, tmp_path):
     raise AssertionError(kind)
 
 
-@pytest.mark.parametrize("kind, says, never", [
-    ("readonly", "cannot write {path}; check its permissions", ("delete", "rebuild", "not a pimem index")),
-    ("full", "the disk holding {path} is full; free some space", ("delete", "rebuild")),
-    ("busy", "{path} is locked by another process; try again", ("delete", "rebuild")),
-    ("notadb", "{path} is not a pimem index (not a SQLite database); point --db elsewhere", ("rebuild",)),
-    ("corrupt", "{path} is damaged", ("permissions",)),
-    ("cantopen", "cannot open {path}; check that its folder exists", ("delete", "rebuild")),
-])
+@pytest.mark.parametrize(
+    "kind, says, never",
+    [
+        ("readonly", "cannot write {path}; check its permissions", ("delete", "rebuild", "not a pimem index")),
+        ("full", "the disk holding {path} is full; free some space", ("delete", "rebuild")),
+        ("busy", "{path} is locked by another process; try again", ("delete", "rebuild")),
+        ("notadb", "{path} is not a pimem index (not a SQLite database); point --db elsewhere", ("rebuild",)),
+        ("corrupt", "{path} is damaged", ("permissions",)),
+        ("cantopen", "cannot open {path}; check that its folder exists", ("delete", "rebuild")),
+    ],
+)
 def test_each_kind_of_sqlite_error_is_worded_for_what_fixes_it(tmp_path, kind, says, never):
     with pytest.raises(db.DatabaseError) as caught:
         provoke(kind, tmp_path)()
@@ -424,8 +444,13 @@ def tiny_disk(tmp_path):
     """A 1 MB tmpfs (root with mount only), unmounted afterwards."""
     folder = tmp_path / "tiny"
     folder.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)],
-                                           capture_output=True).returncode != 0:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)], capture_output=True
+        ).returncode
+        != 0
+    ):
         pytest.skip("cannot mount a small tmpfs here")
     yield folder
     subprocess.run(["umount", str(folder)], check=True)
@@ -435,8 +460,12 @@ def test_a_full_disk_says_so_and_never_suggests_a_rebuild(agent_dir, new_journal
     j = new_journal()
     for n in range(200):
         j.tool_result("bash", " ".join(f"word{n}x{k}" for k in range(4000)))
-    done = subprocess.run([sys.executable, "-m", "pimem_index", "index", "--db", str(tiny_disk / "history.sqlite")],
-                          capture_output=True, text=True, timeout=120)  # its own process: nothing stays open
+    done = subprocess.run(
+        [sys.executable, "-m", "pimem_index", "index", "--db", str(tiny_disk / "history.sqlite")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # its own process: nothing stays open
     assert done.returncode == 1 and "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
     out = done.stderr
     assert f"the disk holding {tiny_disk / 'history.sqlite'} is full" in out
@@ -465,10 +494,16 @@ def test_a_query_of_a_thousand_words_is_a_one_line_error_not_a_rebuild_hint(run,
 # ---- read-only commands create nothing ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", [
-    ["status"], ["search", "widgets", "--no-index"], ["summaries", "--no-index"],
-    ["read", "c3d4e5f6", "--no-index"], ["gc"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["status"],
+        ["search", "widgets", "--no-index"],
+        ["summaries", "--no-index"],
+        ["read", "c3d4e5f6", "--no-index"],
+        ["gc"],
+    ],
+)
 def test_a_read_only_command_without_an_index_creates_nothing(run, tmp_path, command):
     target = tmp_path / "nonexistent" / "dir" / "x.sqlite"
     out = assert_one_line(run(*command, "--db", target))

@@ -20,11 +20,10 @@ import pytest
 import pytest_asyncio
 from datasette_test import Datasette
 
-from pimem_index.indexer import index_all
-from pimem_index.redact import KINDS
-
 from datasette_pi_memory import views
 from datasette_pi_memory.state import PLUGIN
+from pimem_index.indexer import index_all
+from pimem_index.redact import KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -42,10 +41,10 @@ def pimem_group() -> click.Command:
 @pytest.mark.parametrize("page", GENERATED)
 def test_the_generated_parts_of_the_page_match_the_code(page):
     assert "[[[cog" in (ROOT / page).read_text()  # generated, not copied by hand
-    result = subprocess.run([sys.executable, "-m", "cogapp", "--check", page], cwd=ROOT,
-                            capture_output=True, text=True)
-    assert result.returncode == 0, (f"{page} is out of date; run: .venv/bin/cog -r {page}\n"
-                                    f"{result.stdout}{result.stderr}")
+    result = subprocess.run([sys.executable, "-m", "cogapp", "--check", page], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, (
+        f"{page} is out of date; run: .venv/bin/cog -r {page}\n{result.stdout}{result.stderr}"
+    )
 
 
 # ---- docs/cli.md: every command and option ----------------------------------------------------
@@ -93,8 +92,11 @@ def undocumented(group: click.Command, markdown: str) -> list[str]:
             problems.append(f"section '{name}' holds the --help of {usages or 'no command'}")
         for param in command.params:
             if isinstance(param, click.Option) and not param.hidden:
-                problems += [f"option {opt} of {name} is not in its section"
-                             for opt in (*param.opts, *param.secondary_opts) if opt not in text]
+                problems += [
+                    f"option {opt} of {name} is not in its section"
+                    for opt in (*param.opts, *param.secondary_opts)
+                    if opt not in text
+                ]
     return problems
 
 
@@ -131,10 +133,13 @@ def test_a_command_or_option_missing_from_the_cli_page_is_reported():
 def test_a_section_holding_another_commands_help_is_reported():
     group = click.Group("pimem")
     group.command(name="index")(lambda: None)
-    page = ("## pimem\n\n```text\nUsage: pimem [OPTIONS]\n```\n\n"
-            "## pimem index\n\n```text\nUsage: pimem {command} [OPTIONS]\n```\n")
+    page = (
+        "## pimem\n\n```text\nUsage: pimem [OPTIONS]\n```\n\n"
+        "## pimem index\n\n```text\nUsage: pimem {command} [OPTIONS]\n```\n"
+    )
     assert undocumented(group, page.format(command="search")) == [
-        "section 'pimem index' holds the --help of ['pimem search']"]
+        "section 'pimem index' holds the --help of ['pimem search']"
+    ]
     assert undocumented(group, page.format(command="index")) == []
 
 
@@ -169,14 +174,21 @@ def route_paths(pattern: str) -> list[str]:
     body = pattern.removeprefix("^").removesuffix("$")
     choice = re.search(r"\(\?P<\w+>([\w|-]+)\)", body)
     if choice:
-        return [p for alt in choice.group(1).split("|")
-                for p in route_paths(body[:choice.start()] + alt + body[choice.end():])]
+        return [
+            p
+            for alt in choice.group(1).split("|")
+            for p in route_paths(body[: choice.start()] + alt + body[choice.end() :])
+        ]
     return [body] if re.fullmatch(r"[\w/-]+", body) else []
 
 
 def api_routes() -> list[str]:
-    return [path for pattern, _view in views.ROUTES if pattern.startswith("^/-/pi-memory/api")
-            for path in route_paths(pattern)]
+    return [
+        path
+        for pattern, _view in views.ROUTES
+        if pattern.startswith("^/-/pi-memory/api")
+        for path in route_paths(pattern)
+    ]
 
 
 def test_every_api_route_is_in_the_api_page_and_no_other():
@@ -217,8 +229,15 @@ def journals(locations, new_journal, sessions_dir, tmp_path):
     ids = {"user": a.user("the redis timeout was 5s"), "tool": a.tool_result("bash", "redis.timeout = 30")}
     a.compaction("Summary: the redis timeout was raised", tokens_before=123456)
     b = new_journal("Apps/prjct")
-    b.write_line({"type": "message", "id": ids["user"], "parentId": None, "timestamp": "2026-03-15T22:40:25.500Z",
-                  "message": {"role": "user", "content": [{"type": "text", "text": "the same id again"}]}})
+    b.write_line(
+        {
+            "type": "message",
+            "id": ids["user"],
+            "parentId": None,
+            "timestamp": "2026-03-15T22:40:25.500Z",
+            "message": {"role": "user", "content": [{"type": "text", "text": "the same id again"}]},
+        }
+    )
     gone = new_journal("Apps/prjct")
     ids["gone"] = gone.user("a redis note in a journal deleted later")
     outside = tmp_path / "elsewhere.jsonl"
@@ -226,8 +245,10 @@ def journals(locations, new_journal, sessions_dir, tmp_path):
     os.symlink(outside, sessions_dir / "link.jsonl")
     unencodable = os.fsencode(sessions_dir) + b"/2026-03-15T22-40-18-123Z_\xff.jsonl"
     with open(unencodable, "wb") as fh:  # SQLite's TEXT cannot hold its path: the journal fails
-        fh.write(b'{"type":"session","version":3,"id":"bytes","cwd":"/tmp/b"}\n'
-                 b'{"type":"message","id":"byte0001","message":{"role":"user","content":"osprey"}}\n')
+        fh.write(
+            b'{"type":"session","version":3,"id":"bytes","cwd":"/tmp/b"}\n'
+            b'{"type":"message","id":"byte0001","message":{"role":"user","content":"osprey"}}\n'
+        )
     return {"a": a, "gone": gone, "ids": ids, "cwd": a.cwd}
 
 
@@ -241,8 +262,7 @@ async def ds(locations, conn, journals):
 
 
 async def api_reply(ds, action: str, **params) -> dict:
-    response = await ds.client.get(f"/-/pi-memory/api/{action}?{urlencode(params, doseq=True)}",
-                                   actor={"id": "root"})
+    response = await ds.client.get(f"/-/pi-memory/api/{action}?{urlencode(params, doseq=True)}", actor={"id": "root"})
     return response.json()
 
 

@@ -28,9 +28,19 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from scripted_model import (
+    MODEL_ID,
+    PROVIDER,
+    Call,
+    ScriptedModel,
+    Text,
+    ToolCalls,
+    find_pi,
+    last_tool_result,
+    tool_names,
+)
 
 from pimem_index import pi_tool
-from scripted_model import MODEL_ID, PROVIDER, Call, ScriptedModel, Text, ToolCalls, find_pi, last_tool_result, tool_names
 
 PI_TIMEOUT = 180
 SERVER_START_TIMEOUT = 90
@@ -197,7 +207,9 @@ class Stack:
             except OSError as exc:
                 last = str(exc)
             time.sleep(0.3)
-        pytest.fail(f"pimem serve did not answer on {self.url} within {SERVER_START_TIMEOUT}s ({last}):\n{_tail(self.server_log)}")
+        pytest.fail(
+            f"pimem serve did not answer on {self.url} within {SERVER_START_TIMEOUT}s ({last}):\n{_tail(self.server_log)}"
+        )
 
     def wait_indexed(self, sessions: int, timeout: float = 20) -> None:
         """Give the background indexer a moment to see new journals (the tool also passes its own)."""

@@ -6,15 +6,14 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from indexed import vocab
+from passes import Watch, threaded_or_bulk
 
 from pimem_index import db, forget, forgotten, query, store
 from pimem_index.cli import cli
 from pimem_index.errors import UserError
 from pimem_index.indexer import index_all, rebuild
 from pimem_index.settings import IndexSettings
-
-from indexed import vocab
-from passes import Watch, threaded_or_bulk
 
 
 @pytest.fixture
@@ -149,9 +148,13 @@ def every_row(db_path) -> str:
     """Every row of every table and view of the index (not the term index's own tables), as text."""
     conn = db.connect(str(db_path), readonly=True)
     try:
-        names = [r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
-            "AND name NOT LIKE 'entries_fts%' AND sql NOT LIKE 'CREATE VIRTUAL%'")]
+        names = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
+                "AND name NOT LIKE 'entries_fts%' AND sql NOT LIKE 'CREATE VIRTUAL%'"
+            )
+        ]
         assert {"files", "meta", "entries", "sessions", "forgotten_journals"} <= set(names)
         return "\n".join(f"{name}: {row!r}" for name in names for row in conn.execute(f"SELECT * FROM {name}"))
     finally:
@@ -180,8 +183,7 @@ def test_a_forgotten_session_stays_out_of_every_table_after_pimem_rebuild(locati
 
 
 @pytest.mark.parametrize("bulk", [False, True], ids=["parsing-thread", "parsing-processes"])
-def test_a_forgotten_session_stays_out_of_every_table_after_the_index_is_deleted(
-        locations, forgotten_session, bulk):
+def test_a_forgotten_session_stays_out_of_every_table_after_the_index_is_deleted(locations, forgotten_session, bulk):
     store.delete_index_files(locations.db_path)
     fresh = store.open_index(locations.db_path)
     watch = Watch()
@@ -215,8 +217,9 @@ def test_a_new_file_at_a_forgotten_journals_path_is_looked_at_again(locations, f
     reborn.user("a capybara in a new session")
     conn = store.open_index(locations.db_path)
     index_all(conn, locations)
-    assert [r[0] for r in conn.execute("SELECT session_id FROM files WHERE path = ?", (str(reborn.path),))] \
-        == [reborn.session_id]
+    assert [r[0] for r in conn.execute("SELECT session_id FROM files WHERE path = ?", (str(reborn.path),))] == [
+        reborn.session_id
+    ]
     assert "capybara" in vocab(conn)
     assert conn.execute("SELECT COUNT(*) FROM forgotten_journals").fetchone()[0] == 0
 
@@ -230,19 +233,24 @@ def test_unforget_brings_a_forgotten_session_back_to_every_table(locations, forg
         assert secret in text
     conn = store.open_index(locations.db_path)
     assert conn.execute("SELECT COUNT(*) FROM forgotten_journals").fetchone()[0] == 0
-    assert {s["gone"].session_id, s["kept"].session_id} == {r[0] for r in conn.execute("SELECT session_id FROM sessions")}
+    assert {s["gone"].session_id, s["kept"].session_id} == {
+        r[0] for r in conn.execute("SELECT session_id FROM sessions")
+    }
 
 
 def test_forgetting_a_forgotten_session_again_says_it_is_already_forgotten(locations, forgotten_session):
     sid = forgotten_session["gone"].session_id
     result = CliRunner().invoke(cli, ["forget", "--session", sid])
-    assert result.exit_code == 1 and "already forgotten" in result.output and f"unforget --session {sid}" in result.output
+    assert (
+        result.exit_code == 1 and "already forgotten" in result.output and f"unforget --session {sid}" in result.output
+    )
     other = CliRunner().invoke(cli, ["forget", "--session", "no-such-session"])
     assert other.exit_code == 1 and "no session no-such-session" in other.output
 
 
 def test_a_session_forgotten_through_another_index_leaves_this_one_at_its_next_pass(
-        conn, locations, session_pair, tmp_path):
+    conn, locations, session_pair, tmp_path
+):
     """The decision is kept outside the index, so an index that still holds the session drops it."""
     s = session_pair
     other_db = tmp_path / "other.sqlite"

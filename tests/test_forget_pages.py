@@ -5,11 +5,9 @@ from __future__ import annotations
 import pytest
 import pytest_asyncio
 from click.testing import CliRunner
+from plugin_world import ROOT, pimem_serve_datasette
 
 from pimem_index.cli import cli
-
-
-from plugin_world import ROOT, pimem_serve_datasette
 
 
 @pytest_asyncio.fixture

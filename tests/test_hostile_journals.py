@@ -16,23 +16,22 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from passes import Watch, threaded_or_bulk, use_by_default
+from pijournal import Journal
+from plugin_world import bearer, make_datasette
 
+from datasette_pi_memory.serve import make_token
 from pimem_index import forgotten, indexer, journal, parsing, store
 from pimem_index.cli import cli
 from pimem_index.indexer import index_all, index_journal
 from pimem_index.locations import resolve
-
-from datasette_pi_memory.serve import make_token
-from passes import Watch, threaded_or_bulk, use_by_default
-from pijournal import Journal
-from plugin_world import bearer, make_datasette
 
 DEEP = 1025  # one level deeper than orjson reads; the standard library raises RecursionError
 
@@ -45,12 +44,15 @@ def hostile_journal(new_journal, project: str = "Apps/hostile"):
     """A journal with good lines around hostile ones, as Node's JSON.stringify writes them."""
     j = new_journal(project)
     first = j.user("before the hostile lines: walrus")
-    j.append_bytes(b'{"type":"message","id":"deep0001","parentId":null,"message":{"role":"assistant","content":'
-                   b'[{"type":"toolCall","id":"t1","name":"bash","arguments":{"plan":'
-                   + deep_value().encode() + b'}}]}}\n')
+    j.append_bytes(
+        b'{"type":"message","id":"deep0001","parentId":null,"message":{"role":"assistant","content":'
+        b'[{"type":"toolCall","id":"t1","name":"bash","arguments":{"plan":' + deep_value().encode() + b"}}]}}\n"
+    )
     j.append_bytes(b'{"type":"custom","id":"deep0002","customType":"ext","data":' + deep_value().encode() + b"}\n")
-    j.append_bytes(json.dumps({"type": "compaction", "id": "huge0001", "summary": "huge tokens",
-                               "tokensBefore": 2 ** 63}).encode() + b"\n")
+    j.append_bytes(
+        json.dumps({"type": "compaction", "id": "huge0001", "summary": "huge tokens", "tokensBefore": 2**63}).encode()
+        + b"\n"
+    )
     last = j.user("after the hostile lines: capybara")
     return j, [first, last]
 
@@ -89,7 +91,8 @@ def watched_passes(monkeypatch, bulk: bool, **sizes) -> Watch:
 
 @pytest.mark.parametrize("bulk", [False, True], ids=["thread", "processes"])
 def test_pimem_index_skips_a_1025_deep_line_and_indexes_everything_else(
-        locations, conn, new_journal, monkeypatch, bulk):
+    locations, conn, new_journal, monkeypatch, bulk
+):
     hostile, kept = hostile_journal(new_journal)
     others = good_journals(new_journal)
     watch = watched_passes(monkeypatch, bulk)
@@ -105,14 +108,23 @@ def test_pimem_index_skips_a_1025_deep_line_and_indexes_everything_else(
     again = run("index", "--json")  # a rerun is clean: nothing left, nothing fails
     assert again.exit_code == 0, again.output
     assert json.loads(again.output) | {"seconds": 0} == {
-        "files": 0, "entries_added": 0, "bytes_read": 0, "seconds": 0, "malformed_lines": 0,
-        "reindexed": 0, "removed": 0, "failed": 0, "outside": 0}
+        "files": 0,
+        "entries_added": 0,
+        "bytes_read": 0,
+        "seconds": 0,
+        "malformed_lines": 0,
+        "reindexed": 0,
+        "removed": 0,
+        "failed": 0,
+        "outside": 0,
+    }
 
 
 def test_a_header_whose_version_no_64_bit_column_holds_is_malformed_and_the_entries_are_kept(
-        locations, conn, new_journal):
+    locations, conn, new_journal
+):
     j = new_journal(header=False)
-    j.header(version=2 ** 63)
+    j.header(version=2**63)
     kept = j.user("the entries of a journal with a hostile header stay")
     result = run("index", "--json")
     assert result.exit_code == 0, result.output
@@ -136,14 +148,14 @@ def token(locations) -> str:
 
 
 @pytest.mark.asyncio
-async def test_the_api_indexes_a_hostile_journal_named_by_journal_and_answers_json(
-        locations, conn, new_journal, token):
+async def test_the_api_indexes_a_hostile_journal_named_by_journal_and_answers_json(locations, conn, new_journal, token):
     hostile, kept = hostile_journal(new_journal)
     ds = make_datasette(locations)
     await ds.invoke_startup()
     try:
-        res = await ds.client.get(f"/-/pi-memory/api/search?q=capybara&scope=session&journal={hostile.path}",
-                                  **bearer(token))
+        res = await ds.client.get(
+            f"/-/pi-memory/api/search?q=capybara&scope=session&journal={hostile.path}", **bearer(token)
+        )
         assert res.status_code == 200, res.text
         assert res.headers["content-type"].startswith("application/json")
         assert [h["id"] for h in res.json()["results"]] == [kept[1]]
@@ -162,17 +174,21 @@ def unencodable_journal(sessions_dir, lines: int = 1) -> bytes:
     os.makedirs(folder, exist_ok=True)
     path = folder + b"/2026-03-15T22-40-18-123Z_\xff.jsonl"
     with open(path, "wb") as fh:
-        fh.write(json.dumps({"type": "session", "version": 3, "id": "bytes-session", "cwd": "/tmp/b"}).encode()
-                 + b"\n")
+        fh.write(json.dumps({"type": "session", "version": 3, "id": "bytes-session", "cwd": "/tmp/b"}).encode() + b"\n")
         for k in range(lines):
-            fh.write(json.dumps({"type": "message", "id": f"byte{k:04d}",
-                                 "message": {"role": "user", "content": f"osprey {k}"}}).encode() + b"\n")
+            fh.write(
+                json.dumps(
+                    {"type": "message", "id": f"byte{k:04d}", "message": {"role": "user", "content": f"osprey {k}"}}
+                ).encode()
+                + b"\n"
+            )
     return path
 
 
 @pytest.mark.parametrize("bulk", [False, True], ids=["thread", "processes"])
 def test_a_journal_that_fails_is_recorded_and_the_others_of_its_group_are_indexed(
-        locations, conn, sessions_dir, new_journal, monkeypatch, bulk):
+    locations, conn, sessions_dir, new_journal, monkeypatch, bulk
+):
     others = good_journals(new_journal)  # small journals: written in one transaction with it
     unencodable_journal(sessions_dir)
     watch = watched_passes(monkeypatch, bulk)
@@ -189,16 +205,25 @@ def test_a_journal_that_fails_is_recorded_and_the_others_of_its_group_are_indexe
     assert failed[0]["reason"].startswith("UnicodeEncodeError: ") and failed[0]["at"]
     text = run("status").output
     assert "Failed:    " in text and "\\xff.jsonl: UnicodeEncodeError" in text
-    assert set(json.loads(status.output)) >= {"sessions", "entries", "summaries", "indexed_bytes", "journals_total",
-                                              "journals_pending", "db_bytes", "schema_version"}
+    assert set(json.loads(status.output)) >= {
+        "sessions",
+        "entries",
+        "summaries",
+        "indexed_bytes",
+        "journals_total",
+        "journals_pending",
+        "db_bytes",
+        "schema_version",
+    }
 
 
 @pytest.mark.parametrize("bulk", [False, True], ids=["thread", "processes"])
 def test_a_large_journal_that_fails_is_skipped_batch_by_batch_and_the_next_journals_follow(
-        locations, conn, sessions_dir, new_journal, bulk):
+    locations, conn, sessions_dir, new_journal, bulk
+):
     others = good_journals(new_journal)
     for j in others:  # older: parsed after the failing journal, behind its remaining batches
-        j.set_mtime(datetime.now(timezone.utc) - timedelta(days=1))
+        j.set_mtime(datetime.now(UTC) - timedelta(days=1))
     path = unencodable_journal(sessions_dir, lines=20)
     watch = Watch()  # batches of 4 entries: the failing journal of 20 comes in several
     report = index_all(conn, locations, settings=threaded_or_bulk(bulk, batch_entries=4, after_batch=watch))
@@ -209,8 +234,7 @@ def test_a_large_journal_that_fails_is_skipped_batch_by_batch_and_the_next_journ
 
 
 @pytest.mark.parametrize("bulk", [False, True], ids=["thread", "processes"])
-def test_a_journal_whose_reading_fails_in_a_parsing_process_comes_back_as_a_failure(
-        locations, conn, new_journal, bulk):
+def test_a_journal_whose_reading_fails_in_a_parsing_process_comes_back_as_a_failure(locations, conn, new_journal, bulk):
     others = good_journals(new_journal, n=4)
     edited = others.pop(1)
     index_all(conn, locations)
@@ -238,8 +262,7 @@ def test_index_journal_records_a_failure_instead_of_raising_it(locations, conn, 
     assert [f["path"] for f in indexer.failed_journals(conn)] == [str(j.path)]
 
 
-def test_a_failed_journal_is_held_back_until_its_retry_time_and_cleared_once_it_indexes(
-        locations, conn, new_journal):
+def test_a_failed_journal_is_held_back_until_its_retry_time_and_cleared_once_it_indexes(locations, conn, new_journal):
     j = new_journal()
     j.user("first")
     index_all(conn, locations)
@@ -274,8 +297,7 @@ def test_a_failed_journal_that_is_gone_is_forgotten(locations, conn, sessions_di
 
 
 @pytest.mark.asyncio
-async def test_the_overview_page_lists_failed_journals_for_root_only(locations, conn, sessions_dir, new_journal,
-                                                                      token):
+async def test_the_overview_page_lists_failed_journals_for_root_only(locations, conn, sessions_dir, new_journal, token):
     new_journal().user("a good one")
     unencodable_journal(sessions_dir)
     index_all(conn, locations)
@@ -294,8 +316,9 @@ async def test_the_overview_page_lists_failed_journals_for_root_only(locations, 
 
 
 @pytest.mark.asyncio
-async def test_the_api_lists_links_outside_the_journal_folders_for_root_only(locations, conn, sessions_dir,
-                                                                            new_journal, tmp_path, token):
+async def test_the_api_lists_links_outside_the_journal_folders_for_root_only(
+    locations, conn, sessions_dir, new_journal, tmp_path, token
+):
     new_journal().user("a good one")
     outside = tmp_path / "elsewhere" / "x.jsonl"
     outside.parent.mkdir()
@@ -330,8 +353,9 @@ def test_watch_logs_a_pass_that_stopped_in_one_line_and_goes_on(tmp_path, locati
     )
     holder = store.open_index(locations.db_path)
     holder.execute("BEGIN IMMEDIATE")  # another writer holds the index: every pass stops
-    proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+    )
     try:
         line = proc.stderr.readline()  # waits for the first failed pass (the test's timeout bounds it)
         assert line.startswith("pimem index --watch: a pass stopped (OperationalError: database is locked)")
@@ -395,8 +419,12 @@ def seed_lines() -> tuple[bytes, ...]:
             j.user("plain string content", as_string=True)
             j.model_change()
             j.thinking_level_change()
-            j.assistant("Looking.", thinking="grep first", signature="SIG" * 10,
-                        tool_calls=[("bash", {"command": "grep -r walrus .", "timeout": 30})])
+            j.assistant(
+                "Looking.",
+                thinking="grep first",
+                signature="SIG" * 10,
+                tool_calls=[("bash", {"command": "grep -r walrus .", "timeout": 30})],
+            )
             j.assistant(redacted_thinking="OPAQUE", text="Done.")
             j.tool_result("bash", "./conf/walrus.yaml: enabled", images=1)
             j.bash("git status", "On branch main")
@@ -413,14 +441,45 @@ def seed_lines() -> tuple[bytes, ...]:
 
 HOLE = "\x00hole\x00"
 RAW_VALUES = [
-    b'{"a":' * 1025 + b"1" + b"}" * 1025, b"[" * 1024 + b"]" * 1024, b"[" * 1100 + b"]" * 1100,
+    b'{"a":' * 1025 + b"1" + b"}" * 1025,
+    b"[" * 1024 + b"]" * 1024,
+    b"[" * 1100 + b"]" * 1100,
     b'{"a":' * 300 + b'"x"' + b"}" * 300,
-    b"1e400", b"-1e400", b"NaN", b"Infinity", b"-Infinity", b"1" + b"0" * 400, b"1" + b"0" * 5000,
-    str(2 ** 63).encode(), str(2 ** 64).encode(), str(-(2 ** 63) - 1).encode(), b"-0", b"1e-400",
-    b'"\\ud83d"', b'"cut \\udc00 here"', b'"\\ud83d\\ude00"', b'"nul \\u0000 byte"', b'"bad \xff utf8"',
+    b"1e400",
+    b"-1e400",
+    b"NaN",
+    b"Infinity",
+    b"-Infinity",
+    b"1" + b"0" * 400,
+    b"1" + b"0" * 5000,
+    str(2**63).encode(),
+    str(2**64).encode(),
+    str(-(2**63) - 1).encode(),
+    b"-0",
+    b"1e-400",
+    b'"\\ud83d"',
+    b'"cut \\udc00 here"',
+    b'"\\ud83d\\ude00"',
+    b'"nul \\u0000 byte"',
+    b'"bad \xff utf8"',
 ]
-SWAPS = [None, True, False, 0, -1, 1.5, "", "text", "L1", [], {}, [1, "x"], {"type": "text", "text": 3},
-         {"a": None}, [{"type": "toolCall", "name": ["x"], "arguments": 5}]]
+SWAPS = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1.5,
+    "",
+    "text",
+    "L1",
+    [],
+    {},
+    [1, "x"],
+    {"type": "text", "text": 3},
+    {"a": None},
+    [{"type": "toolCall", "name": ["x"], "arguments": 5}],
+]
 WHOLE_LINES = [b"[]", b"[1,2]", b'"a string"', b"null", b"3", b"true", b"{}", b"{", b"}", b"", b" ", b"\xff"]
 
 
@@ -459,19 +518,20 @@ def swap_a_value(draw, line: bytes) -> bytes:
 
 
 def truncate(draw, line: bytes) -> bytes:
-    return line[:draw(st.integers(0, max(0, len(line) - 1)))]
+    return line[: draw(st.integers(0, max(0, len(line) - 1)))]
 
 
 def insert_bytes(draw, line: bytes) -> bytes:
     at = draw(st.integers(0, len(line)))
-    junk = draw(st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x80\x80", b"\\ud83d", b"\x00", b'"', b"}",
-                                 b"\\", b"]"]))
+    junk = draw(
+        st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x80\x80", b"\\ud83d", b"\x00", b'"', b"}", b"\\", b"]"])
+    )
     return line[:at] + junk + line[at:]
 
 
 def random_bytes(draw, line: bytes) -> bytes:
     at = draw(st.integers(0, len(line)))
-    return line[:at] + draw(st.binary(max_size=8)).replace(b"\n", b" ") + line[at + draw(st.integers(0, 4)):]
+    return line[:at] + draw(st.binary(max_size=8)).replace(b"\n", b" ") + line[at + draw(st.integers(0, 4)) :]
 
 
 def whole_line(draw, line: bytes) -> bytes:
@@ -578,26 +638,33 @@ def test_index_journal_indexes_every_good_line_whatever_the_others_hold(agent_di
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(hostile_lines(), min_size=2, max_size=8))
-def test_a_pass_in_parsing_processes_indexes_every_good_line_whatever_the_others_hold(
-        agent_dir, lines):
+def test_a_pass_in_parsing_processes_indexes_every_good_line_whatever_the_others_hold(agent_dir, lines):
     watch = index_hostile(lines, "processes")
     assert set(watch.parsed_apart) == {True}  # parsed in processes, not in a thread
 
 
 def test_a_hand_edited_decisions_file_never_stops_a_pass_and_its_valid_decisions_hold(
-        locations, conn, new_journal, agent_dir):
+    locations, conn, new_journal, agent_dir
+):
     gone = new_journal("Apps/gone")
     gone.user("okapi that stays forgotten")
     kept = new_journal("Apps/kept")
     kept.user("okapi that stays searchable")
     decisions = agent_dir / "pi-memory" / "forgotten.jsonl"
     decisions.parent.mkdir(parents=True, exist_ok=True)
-    decisions.write_text("\n".join([
-        "[1]", '"forget"', "null",
-        '{"action": "forget", "session_id": ["not", "an", "id"]}',
-        '{"action": "forget", "session_id": "x", "entry_id": 7}',
-        json.dumps({"action": "forget", "session_id": gone.session_id, "entry_id": None, "at": "2026-01-01"}),
-    ]) + "\n")
+    decisions.write_text(
+        "\n".join(
+            [
+                "[1]",
+                '"forget"',
+                "null",
+                '{"action": "forget", "session_id": ["not", "an", "id"]}',
+                '{"action": "forget", "session_id": "x", "entry_id": 7}',
+                json.dumps({"action": "forget", "session_id": gone.session_id, "entry_id": None, "at": "2026-01-01"}),
+            ]
+        )
+        + "\n"
+    )
     result = CliRunner().invoke(cli, ["index", "--json"])
     assert result.exit_code == 0, result.output
     indexed = {row[0] for row in conn.execute("SELECT session_id FROM files")}

@@ -12,18 +12,17 @@ import socket
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
-
-from pimem_index import indexer, lease, query, store
-from pimem_index.indexer import index_all, index_journal
-from pimem_index.settings import IndexSettings
-
 from commands import start_pimem
 from indexed import entry_count, snapshot, vocab
 from passes import StopAfter, Watch, bulk_settings, small_batches, threaded_or_bulk
 from pijournal import make_corpus
+
+from pimem_index import indexer, lease, query, store
+from pimem_index.indexer import index_all, index_journal
+from pimem_index.settings import IndexSettings
 
 SECRET = "gh" + "p_" + "Zq8xK2mN4pR6tV9wY1bD3fH5jL7nQ0sU2xA4"
 
@@ -33,8 +32,12 @@ def full_session(j, marker: str = "walrus"):
     u = j.user(f"find the {marker} config", images=1)
     j.model_change()
     j.thinking_level_change()
-    j.assistant(f"Looking for {marker}.", thinking="I should grep first",
-                signature="SIGNATUREPAYLOAD" + "A" * 2000, tool_calls=[("bash", {"command": f"grep -r {marker} ."})])
+    j.assistant(
+        f"Looking for {marker}.",
+        thinking="I should grep first",
+        signature="SIGNATUREPAYLOAD" + "A" * 2000,
+        tool_calls=[("bash", {"command": f"grep -r {marker} ."})],
+    )
     j.tool_result("bash", f"./conf/{marker}.yaml: enabled\ntoken: {SECRET}")
     j.bash("git status", "On branch main\nnothing to commit")
     j.custom_message("reminder", [{"type": "text", "text": "tests must pass"}])
@@ -51,8 +54,7 @@ def test_every_line_type_becomes_the_right_entries(conn, locations, new_journal)
     j = full_session(new_journal())
     index_all(conn, locations)
     kinds = [r[0] for r in conn.execute("SELECT kind FROM entries ORDER BY offset")]
-    assert kinds == ["user", "assistant", "tool_result", "bash", "custom", "assistant",
-                     "compaction", "branch_summary"]
+    assert kinds == ["user", "assistant", "tool_result", "bash", "custom", "assistant", "compaction", "branch_summary"]
     f = conn.execute("SELECT session_id, cwd, started, name, version, entry_count FROM files").fetchone()
     assert f == (j.session_id, j.cwd, f[2], "Config hunt", 3, 8)
     assert f[2].startswith(str(j.now.year))
@@ -66,8 +68,12 @@ def test_a_missing_value_is_stored_as_null_never_as_its_stand_in(tmp_path, locat
     watch = Watch()
     index_all(conn, locations, settings=threaded_or_bulk(bulk, after_batch=watch))
     assert set(watch.parsed_apart) == {bulk}  # the pass took the path under test
-    rows = {kind: (parent, role, tool, tokens) for kind, parent, role, tool, tokens in conn.execute(
-        "SELECT kind, parent_id, role, tool, tokens_before FROM entries ORDER BY offset")}
+    rows = {
+        kind: (parent, role, tool, tokens)
+        for kind, parent, role, tool, tokens in conn.execute(
+            "SELECT kind, parent_id, role, tool, tokens_before FROM entries ORDER BY offset"
+        )
+    }
     assert rows["compaction"] == (rows["compaction"][0], None, None, 175004)
     assert rows["compaction"][0] is not None  # a parent, kept
     assert rows["tool_result"][1:] == ("toolResult", "bash", None)
@@ -116,9 +122,15 @@ def test_append_in_two_passes_with_partial_line_equals_one_pass(tmp_path, locati
     once = store.open_index(tmp_path / "once.sqlite")
     twice = store.open_index(tmp_path / "twice.sqlite")
     index_journal(twice, j.path)
-    line = json.dumps({"type": "message", "id": "deadbeef", "parentId": j.last_id,
-                       "timestamp": "2026-03-15T22:40:25.500Z",
-                       "message": {"role": "user", "content": "partial line about beavers"}}).encode()
+    line = json.dumps(
+        {
+            "type": "message",
+            "id": "deadbeef",
+            "parentId": j.last_id,
+            "timestamp": "2026-03-15T22:40:25.500Z",
+            "message": {"role": "user", "content": "partial line about beavers"},
+        }
+    ).encode()
     j.append_bytes(line[:30])
     index_journal(twice, j.path)
     assert "beavers" not in vocab(twice)
@@ -230,8 +242,10 @@ def test_malformed_lines_are_skipped_and_counted(conn, locations, new_journal):
 
 def test_invalid_utf8_line_is_indexed_with_replacement(conn, locations, new_journal):
     j = new_journal()
-    j.append_bytes(b'{"type":"message","id":"abcd1234","timestamp":"2026-03-15T22:40:25.500Z",'
-                   b'"message":{"role":"user","content":"caf\xe9 with mongoose"}}\n')
+    j.append_bytes(
+        b'{"type":"message","id":"abcd1234","timestamp":"2026-03-15T22:40:25.500Z",'
+        b'"message":{"role":"user","content":"caf\xe9 with mongoose"}}\n'
+    )
     j.user("valid line")
     report = index_journal(conn, j.path)
     assert report.entries_added == 2 and report.malformed == 0
@@ -293,7 +307,7 @@ def test_backfill_goes_newest_first(conn, locations, new_journal):
     for i in range(3):
         j = new_journal(f"Apps/p{i}")
         j.user(f"session {i}")
-        j.set_mtime(datetime.now(timezone.utc) - timedelta(days=10 - i))
+        j.set_mtime(datetime.now(UTC) - timedelta(days=10 - i))
         journals.append(j)
     index_all(conn, locations, progress=lambda done, total, path: order.append(path))
     assert [str(p) for p in order] == [str(j.path) for j in reversed(journals)]
@@ -344,8 +358,7 @@ def test_two_indexers_at_once_lose_and_duplicate_nothing(tmp_path, locations, ne
     paths = [str(j.path) for j in journals]
     shared = tmp_path / "shared.sqlite"
     store.open_index(shared).close()
-    procs = [start_pimem(["index", *paths], shared),
-             start_pimem(["index", *reversed(paths)], shared)]
+    procs = [start_pimem(["index", *paths], shared), start_pimem(["index", *reversed(paths)], shared)]
     for p in procs:
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err.decode()
@@ -402,8 +415,13 @@ def test_bulk_build_defers_merges_then_compacts_and_restores_steady_merging(conn
     """FTS5's automerge 0 means no merging while rows go in: here the value is the behaviour."""
     make_corpus(new_journal, sessions=3, turns=30)
     automerge = []
-    index_all(conn, locations, settings=IndexSettings(
-        bulk_bytes=10_000, after_batch=lambda batch: automerge.append(fts_config(conn).get("automerge"))))
+    index_all(
+        conn,
+        locations,
+        settings=IndexSettings(
+            bulk_bytes=10_000, after_batch=lambda batch: automerge.append(fts_config(conn).get("automerge"))
+        ),
+    )
     assert automerge and set(automerge) == {0}
     assert fts_config(conn)["automerge"] > 0, "merging again as lines trickle in"
     segments = conn.execute("SELECT COUNT(*) FROM entries_fts_idx WHERE segid > 0 GROUP BY segid").fetchall()
@@ -417,28 +435,35 @@ def cache_kib(conn) -> float:
 
 
 def test_a_bulk_pass_writes_with_a_smaller_page_cache_then_gives_the_connection_its_own_back(
-        conn, locations, new_journal):
+    conn, locations, new_journal
+):
     """The parsing processes get the memory a bulk pass's appended pages do not need."""
     make_corpus(new_journal, sessions=3, turns=30)
     before = cache_kib(conn)
     during = []
-    index_all(conn, locations, progress=lambda *a: during.append(cache_kib(conn)),
-              settings=IndexSettings(bulk_bytes=10_000))
+    index_all(
+        conn, locations, progress=lambda *a: during.append(cache_kib(conn)), settings=IndexSettings(bulk_bytes=10_000)
+    )
     assert during and max(during) < before
     assert cache_kib(conn) == before
     j = new_journal()
     j.user("a steady pass keeps the connection's cache")
     during.clear()
-    index_all(conn, locations, progress=lambda *a: during.append(cache_kib(conn)),
-              settings=IndexSettings(bulk_bytes=10_000))
+    index_all(
+        conn, locations, progress=lambda *a: during.append(cache_kib(conn)), settings=IndexSettings(bulk_bytes=10_000)
+    )
     assert set(during) == {before}
 
 
 def test_a_cold_bulk_build_sorts_the_entry_indexes_once_its_rows_are_in(conn, locations, new_journal):
     make_corpus(new_journal, sessions=3, turns=30)
     during = []
-    index_all(conn, locations, progress=lambda *a: during.append(store.missing_entry_indexes(conn)),
-              settings=IndexSettings(bulk_bytes=10_000))
+    index_all(
+        conn,
+        locations,
+        progress=lambda *a: during.append(store.missing_entry_indexes(conn)),
+        settings=IndexSettings(bulk_bytes=10_000),
+    )
     assert during and all(missing == list(store.ENTRY_INDEXES) for missing in during)
     assert store.missing_entry_indexes(conn) == []
     plan = conn.execute("EXPLAIN QUERY PLAN SELECT rowid FROM entries WHERE id = 'x'").fetchall()
@@ -451,13 +476,16 @@ def test_a_bulk_pass_over_an_index_with_entries_keeps_its_indexes(conn, location
     index_all(conn, locations)
     make_corpus(new_journal, sessions=3, turns=30)
     during = []
-    index_all(conn, locations, progress=lambda *a: during.append(store.missing_entry_indexes(conn)),
-              settings=IndexSettings(bulk_bytes=10_000))
+    index_all(
+        conn,
+        locations,
+        progress=lambda *a: during.append(store.missing_entry_indexes(conn)),
+        settings=IndexSettings(bulk_bytes=10_000),
+    )
     assert during and all(missing == [] for missing in during)
 
 
-def test_a_cold_build_stopped_midway_leaves_its_indexes_or_the_next_pass_makes_them(conn, locations,
-                                                                                    new_journal):
+def test_a_cold_build_stopped_midway_leaves_its_indexes_or_the_next_pass_makes_them(conn, locations, new_journal):
     make_corpus(new_journal, sessions=3, turns=30)
 
     def interrupt(done, total, path):
@@ -465,8 +493,12 @@ def test_a_cold_build_stopped_midway_leaves_its_indexes_or_the_next_pass_makes_t
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        index_all(conn, locations, progress=interrupt,
-                  settings=IndexSettings(bulk_bytes=10_000, group_text_bytes=1, transaction_text_bytes=1))
+        index_all(
+            conn,
+            locations,
+            progress=interrupt,
+            settings=IndexSettings(bulk_bytes=10_000, group_text_bytes=1, transaction_text_bytes=1),
+        )
     assert 0 < entry_count(conn) and store.missing_entry_indexes(conn) == []
     with store.db.write(conn):  # as a SIGKILL during the build would leave them
         store.drop_entry_indexes(conn)
@@ -515,7 +547,7 @@ def test_a_pass_over_unchanged_journals_writes_only_the_lease(conn, locations, n
     for k in range(5):
         j = new_journal(f"Apps/p{k}")
         j.user(f"entry {k}")
-        j.set_mtime(datetime.now(timezone.utc) - timedelta(minutes=5))
+        j.set_mtime(datetime.now(UTC) - timedelta(minutes=5))
     index_all(conn, locations)
     before = conn.total_changes
     report = index_all(conn, locations)
@@ -556,8 +588,7 @@ def test_opening_a_current_index_writes_nothing(locations, new_journal):
 
 
 @pytest.mark.parametrize("processes", [1, 2])
-def test_bulk_backfill_parsed_in_child_processes_equals_a_threaded_pass(tmp_path, locations, new_journal,
-                                                                       processes):
+def test_bulk_backfill_parsed_in_child_processes_equals_a_threaded_pass(tmp_path, locations, new_journal, processes):
     make_corpus(new_journal, sessions=6, turns=60)
     small = new_journal("Apps/small")
     small.user("a small journal is grouped with others")
@@ -566,8 +597,9 @@ def test_bulk_backfill_parsed_in_child_processes_equals_a_threaded_pass(tmp_path
     in_thread, in_processes = Watch(), Watch()
     by_thread = index_all(threaded, locations, settings=IndexSettings(after_batch=in_thread))
     child = store.open_index(tmp_path / "child.sqlite")
-    by_child = index_all(child, locations, settings=bulk_settings(processes, message_text_bytes=20_000,
-                                                                  after_batch=in_processes))
+    by_child = index_all(
+        child, locations, settings=bulk_settings(processes, message_text_bytes=20_000, after_batch=in_processes)
+    )
     assert set(in_thread.parsed_apart) == {False} and set(in_processes.parsed_apart) == {True}
     assert by_child.as_json() | {"seconds": 0} == by_thread.as_json() | {"seconds": 0}
     assert by_child.malformed == 1 and by_child.files == 7
@@ -577,7 +609,7 @@ def test_bulk_backfill_parsed_in_child_processes_equals_a_threaded_pass(tmp_path
 def older(*journals, hours: float = 1) -> None:
     """Date journals back, so a pass (newest first) comes to them after the others."""
     for j in journals:
-        j.set_mtime(datetime.now(timezone.utc) - timedelta(hours=hours))
+        j.set_mtime(datetime.now(UTC) - timedelta(hours=hours))
 
 
 def test_a_large_journal_comes_in_small_batches_first_then_full_ones(conn, locations, new_journal):
@@ -586,8 +618,13 @@ def test_a_large_journal_comes_in_small_batches_first_then_full_ones(conn, locat
     small = new_journal("Apps/small")
     small.user("the newest journal starts the pass")
     watch = Watch()
-    index_all(conn, locations, settings=IndexSettings(batch_entries=64, first_batch_share=16, after_batch=watch,
-                                                      ramp_journal_bytes=large.path.stat().st_size - 1))
+    index_all(
+        conn,
+        locations,
+        settings=IndexSettings(
+            batch_entries=64, first_batch_share=16, after_batch=watch, ramp_journal_bytes=large.path.stat().st_size - 1
+        ),
+    )
     _small, sizes = watch.journals
     assert sizes[:5] == [4, 8, 16, 32, 64] and set(sizes[5:-1]) == {64}
     assert sum(sizes) == 300
@@ -610,8 +647,13 @@ def test_a_large_journal_in_a_backfill_commits_per_few_batches_not_per_batch(tmp
         conn = store.open_index(tmp_path / name)
         statements = []
         conn.set_trace_callback(statements.append)
-        index_all(conn, locations, settings=IndexSettings(batch_entries=20, first_batch_share=1,
-                                                          transaction_text_bytes=transaction_text_bytes))
+        index_all(
+            conn,
+            locations,
+            settings=IndexSettings(
+                batch_entries=20, first_batch_share=1, transaction_text_bytes=transaction_text_bytes
+            ),
+        )
         conn.set_trace_callback(None)
         return statements.count("COMMIT"), conn
 
@@ -623,12 +665,16 @@ def test_a_large_journal_in_a_backfill_commits_per_few_batches_not_per_batch(tmp
 
 
 def test_a_large_journal_stopped_inside_a_transaction_keeps_its_committed_batches_and_no_more(
-        tmp_path, locations, new_journal):
+    tmp_path, locations, new_journal
+):
     (j,) = make_corpus(new_journal, sessions=1, turns=100)
     older(j)
     measured = Watch()
-    index_all(store.open_index(tmp_path / "measured.sqlite"), locations,
-              settings=IndexSettings(batch_entries=20, first_batch_share=1, after_batch=measured))
+    index_all(
+        store.open_index(tmp_path / "measured.sqlite"),
+        locations,
+        settings=IndexSettings(batch_entries=20, first_batch_share=1, after_batch=measured),
+    )
     texts = measured.text_bytes
     two_a_transaction = IndexSettings(batch_entries=20, first_batch_share=1, transaction_text_bytes=texts[0] + texts[1])
     conn = store.open_index(tmp_path / "stopped.sqlite")
@@ -645,7 +691,8 @@ def test_a_large_journal_stopped_inside_a_transaction_keeps_its_committed_batche
 
 
 def test_a_bulk_pass_collects_garbage_rarely_then_gives_the_process_its_thresholds_back(
-        tmp_path, locations, new_journal):
+    tmp_path, locations, new_journal
+):
     make_corpus(new_journal, sessions=3, turns=20)
     before = gc.get_threshold()
     during = []
@@ -694,8 +741,14 @@ def test_a_parser_process_that_cannot_start_falls_back_to_a_thread(tmp_path, loc
         "print(report.entries_added)\n"
     )
     # A script read from stdin has no file a spawned child could import as its __main__.
-    done = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent")})
+    done = subprocess.run(
+        [sys.executable, "-"],
+        input=script,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent")},
+    )
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.split()[-1]) == entry_count(clean) > 0
     assert "ParserStopped" not in done.stderr
@@ -734,8 +787,9 @@ def test_a_pass_stopped_between_two_batches_of_a_journal_is_finished_by_the_next
     assert index_all(conn, locations).files == 0  # read to its end: the next pass skips it
 
 
-def test_a_journal_an_older_index_recorded_as_read_to_its_end_while_half_read_is_finished(tmp_path, locations,
-                                                                                         new_journal):
+def test_a_journal_an_older_index_recorded_as_read_to_its_end_while_half_read_is_finished(
+    tmp_path, locations, new_journal
+):
     (j,) = make_corpus(new_journal, sessions=1, turns=60)
     long_ago = time.time() - 3600
     os.utime(j.path, (long_ago, long_ago))

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from indexed import vocab
 
 from pimem_index import junk
 from pimem_index.errors import UserError
 from pimem_index.indexer import index_all
 
-from indexed import vocab
-
-OLD = datetime.now(timezone.utc) - timedelta(days=3)
+OLD = datetime.now(UTC) - timedelta(days=3)
 
 
 def session(new_journal, project, *, users=1, replies=3, compact=False, word="filler", old=True, **kw):

@@ -7,14 +7,13 @@ import os
 
 import pytest
 from click.testing import CliRunner
+from indexed import vocab
+from pijournal import Journal
 
 from pimem_index import query, store
 from pimem_index.cli import cli
 from pimem_index.indexer import index_all
 from pimem_index.locations import resolve
-
-from indexed import vocab
-from pijournal import Journal
 
 WORD = "xylophonequartz"
 
@@ -45,7 +44,8 @@ def hits(conn, locations, word) -> list:
 
 
 def test_a_symlinked_journal_pointing_outside_is_never_indexed_and_is_reported(
-        conn, locations, outside_journal, beside):
+    conn, locations, outside_journal, beside
+):
     link = beside.path.parent / "outside.jsonl"
     link.symlink_to(outside_journal.path)
     report = index_all(conn, locations)
@@ -57,7 +57,8 @@ def test_a_symlinked_journal_pointing_outside_is_never_indexed_and_is_reported(
 
 
 def test_a_symlinked_folder_pointing_outside_is_never_walked_and_is_reported(
-        conn, locations, sessions_dir, outside_journal, beside):
+    conn, locations, sessions_dir, outside_journal, beside
+):
     link = sessions_dir / "--linked-folder--"
     link.symlink_to(outside_journal.path.parent, target_is_directory=True)
     report = index_all(conn, locations)
@@ -66,8 +67,9 @@ def test_a_symlinked_folder_pointing_outside_is_never_walked_and_is_reported(
     assert query.status(conn, locations)["journals_outside"] == [str(link)]
 
 
-def test_rows_of_a_journal_replaced_by_a_link_outside_are_removed(conn, locations, outside_journal, beside,
-                                                                   new_journal):
+def test_rows_of_a_journal_replaced_by_a_link_outside_are_removed(
+    conn, locations, outside_journal, beside, new_journal
+):
     replaced = new_journal("Apps/prjct")
     replaced.user("a heron that was here first")
     index_all(conn, locations)
@@ -111,7 +113,8 @@ def test_pimem_status_lists_each_link_outside_on_its_own_line(locations, outside
     status = json.loads(runner.invoke(cli, ["status", "--json"]).output)
     assert status["journals_outside"] == [str(link)] and status["journals_pending"] == 0
     text = runner.invoke(cli, ["status"]).output.splitlines()
-    assert [line for line in text if str(link) in line] == [f"Outside:   {link} (a link resolving outside "
-                                                             "the journal folders: not read)"]
+    assert [line for line in text if str(link) in line] == [
+        f"Outside:   {link} (a link resolving outside the journal folders: not read)"
+    ]
     assert not any(str(beside.path) in line for line in text)
     assert os.path.islink(link)

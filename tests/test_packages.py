@@ -20,8 +20,7 @@ DATASETTE_MODULES = "sorted(m for m in sys.modules if m.split('.')[0] in ('datas
 
 def python(*code_or_args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """This interpreter, run as a user would run it, with its output captured."""
-    return subprocess.run([sys.executable, *code_or_args], capture_output=True, text=True, timeout=120,
-                          env=env)
+    return subprocess.run([sys.executable, *code_or_args], capture_output=True, text=True, timeout=120, env=env)
 
 
 def pimem(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -48,9 +47,11 @@ def test_importing_the_library_cli_imports_no_datasette(agent_dir):
 
 
 def test_running_a_library_command_loads_no_datasette_nor_plugin(agent_dir):
-    code = ("import sys; from pimem_index.cli import cli; "
-            "cli(['index', '--help'], prog_name='pimem', standalone_mode=False); "
-            f"print({DATASETTE_MODULES})")
+    code = (
+        "import sys; from pimem_index.cli import cli; "
+        "cli(['index', '--help'], prog_name='pimem', standalone_mode=False); "
+        f"print({DATASETTE_MODULES})"
+    )
     done = python("-c", code)
     assert done.returncode == 0, done.stderr
     assert "Index new journal lines" in done.stdout
@@ -93,8 +94,12 @@ def test_a_missing_command_plugin_costs_one_line_on_stderr_and_nothing_else(agen
 
 
 def test_a_broken_command_plugin_never_stops_the_library_commands(agent_dir, tmp_path):
-    env = with_command_plugin(tmp_path, "broken", "pimem_test_broken:register",
-                              "def register(cli):\n    raise RuntimeError('this plugin is broken')\n")
+    env = with_command_plugin(
+        tmp_path,
+        "broken",
+        "pimem_test_broken:register",
+        "def register(cli):\n    raise RuntimeError('this plugin is broken')\n",
+    )
     indexed = pimem("index", "--json", env=env)
     assert indexed.returncode == 0, indexed.stderr
     assert indexed.stderr == ""  # a library command never loads command plugins
@@ -104,15 +109,17 @@ def test_a_broken_command_plugin_never_stops_the_library_commands(agent_dir, tmp
 
 
 def test_a_command_plugin_gets_the_library_error_handling(agent_dir, tmp_path):
-    source = ("import click\n"
-              "from pimem_index.errors import UserError\n"
-              "@click.command()\n"
-              "def hello():\n"
-              "    '''Say hello, then fail as a user error.'''\n"
-              "    click.echo('hello')\n"
-              "    raise UserError('no second hello (e.g. pimem hello)')\n"
-              "def register(cli):\n"
-              "    cli.add_command(hello)\n")
+    source = (
+        "import click\n"
+        "from pimem_index.errors import UserError\n"
+        "@click.command()\n"
+        "def hello():\n"
+        "    '''Say hello, then fail as a user error.'''\n"
+        "    click.echo('hello')\n"
+        "    raise UserError('no second hello (e.g. pimem hello)')\n"
+        "def register(cli):\n"
+        "    cli.add_command(hello)\n"
+    )
     env = with_command_plugin(tmp_path, "hello", "pimem_test_hello:register", source)
     assert "  hello" in pimem("--help", env=env).stdout
     done = pimem("hello", env=env)

@@ -12,11 +12,10 @@ import sqlite3
 import pytest
 import pytest_asyncio
 from datasette_test import Datasette
-
-from pimem_index.indexer import index_all
+from plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette
 
 from datasette_pi_memory.state import ACTION
-from plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette
+from pimem_index.indexer import index_all
 
 OTHER_NAME = "osprey-rollout-planning"  # the other project's session name
 ALICE = {"id": "alice"}
@@ -36,9 +35,14 @@ def shows_the_other_project(text: str, world) -> bool:
 
 
 def pages(world) -> list[str]:
-    return ["/-/pi-memory", "/-/pi-memory/search?q=kestrel", "/-/pi-memory/search?q=kestrel&scope=global",
-            "/-/pi-memory/summaries", f"/-/pi-memory/read?id={world['other']}&session_id={world['b'].session_id}",
-            f"/-/pi-memory/sessions/{world['b'].session_id}"]
+    return [
+        "/-/pi-memory",
+        "/-/pi-memory/search?q=kestrel",
+        "/-/pi-memory/search?q=kestrel&scope=global",
+        "/-/pi-memory/summaries",
+        f"/-/pi-memory/read?id={world['other']}&session_id={world['b'].session_id}",
+        f"/-/pi-memory/sessions/{world['b'].session_id}",
+    ]
 
 
 async def assert_every_page_refuses(ds, world, **request) -> list:
@@ -88,8 +92,9 @@ async def test_a_session_capped_agent_is_refused_on_every_page(locations, named_
     ds = await started(make_datasette(locations, {"agent_max_scope": "session"}))
     try:
         await assert_every_page_refuses(ds, named_world, **bearer(token))
-        own = await ds.client.get(api_path("search", named_world, scope="session", journal=str(named_world["a"].path)),
-                                  **bearer(token))
+        own = await ds.client.get(
+            api_path("search", named_world, scope="session", journal=str(named_world["a"].path)), **bearer(token)
+        )
         assert own.status_code == 200 and own.json()["results"]
     finally:
         await ds.invoke_shutdown()
@@ -101,8 +106,9 @@ async def test_a_session_capped_person_is_refused_on_pages_but_not_the_api(locat
     try:
         for res in await assert_every_page_refuses(ds, named_world, actor=ALICE):
             assert "session" in res.text
-        own = await ds.client.get(api_path("search", named_world, scope="session", journal=str(named_world["a"].path)),
-                                  actor=ALICE)
+        own = await ds.client.get(
+            api_path("search", named_world, scope="session", journal=str(named_world["a"].path)), actor=ALICE
+        )
         assert own.status_code == 200 and own.json()["results"]
     finally:
         await ds.invoke_shutdown()
@@ -127,8 +133,9 @@ async def test_a_project_capped_person_gets_the_pages_but_no_global_search(locat
         overview = await ds.client.get("/-/pi-memory", actor=ALICE)
         assert overview.status_code == 200
         assert '<option value="global"' not in overview.text and '<option value="project"' in overview.text
-        own = await ds.client.get("/-/pi-memory/search",
-                                  params={"q": "heron", "scope": "project", "cwd": named_world["cwd_a"]}, actor=ALICE)
+        own = await ds.client.get(
+            "/-/pi-memory/search", params={"q": "heron", "scope": "project", "cwd": named_world["cwd_a"]}, actor=ALICE
+        )
         assert own.status_code == 200 and "<mark>heron</mark>" in own.text
         assert '<option value="global"' not in own.text
         wide = await ds.client.get("/-/pi-memory/search", params={"q": "kestrel", "scope": "global"}, actor=ALICE)
@@ -181,16 +188,24 @@ async def plain(locations, world, other_db):
 BOB = {"id": "bob"}  # granted pi-memory-read by configuration
 
 INDEX_PATHS = [
-    "/history", "/history.json",
-    "/history/files", "/history/files.json", "/history/files.csv",
-    "/history/entries", "/history/entries.json", "/history/entries.csv",
+    "/history",
+    "/history.json",
+    "/history/files",
+    "/history/files.json",
+    "/history/files.csv",
+    "/history/entries",
+    "/history/entries.json",
+    "/history/entries.csv",
     "/history/entries.json?_search=hero*&_searchmode=raw",
-    "/history/entries/1", "/history/entries/1.json",
-    "/history/sessions.json", "/history/meta.json",
+    "/history/entries/1",
+    "/history/entries/1.json",
+    "/history/sessions.json",
+    "/history/meta.json",
     "/history/-/query.json?sql=select+rowid+from+entries_fts+where+entries_fts+match+'heron'",
     "/history/-/query.json?sql=select+path,cwd+from+files",
     "/history/-/query?sql=select+path,cwd+from+files",
-    "/history/-/schema.json", "/history/entries/-/schema.json",
+    "/history/-/schema.json",
+    "/history/entries/-/schema.json",
 ]
 REVEALS = ("Apps/prjct", ".jsonl", "entries_fts", "session_id")
 
@@ -217,14 +232,26 @@ async def test_the_term_index_answers_readers_only(plain, world):
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("path", ["/.json", "/", "/-/databases.json", "/-/schema.json", "/-/jump.json?q=entries",
-                                  "/-/allowed.json?action=view-table", "/-/allowed.json?action=view-database"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/.json",
+        "/",
+        "/-/databases.json",
+        "/-/schema.json",
+        "/-/jump.json?q=entries",
+        "/-/allowed.json?action=view-table",
+        "/-/allowed.json?action=view-database",
+    ],
+)
 async def test_introspection_lists_the_index_to_readers_only(plain, world, path):
     for kwargs in ({}, {"actor": ALICE}):
         res = await plain.client.get(path, **kwargs)
         assert res.status_code in (200, 403), (path, res.status_code)
         assert "history" not in res.text and "entries_fts" not in res.text, (path, kwargs)
-        if res.status_code == 200 and path.startswith(("/.json", "/-/databases", "/-/allowed.json?action=view-database")):
+        if res.status_code == 200 and path.startswith(
+            ("/.json", "/-/databases", "/-/allowed.json?action=view-database")
+        ):
             assert "other" in res.text, path  # the unrelated database is still listed
     root = await plain.client.get(path, actor=ROOT)
     assert root.status_code == 200 and "history" in root.text, path
@@ -269,7 +296,11 @@ async def test_the_pimem_serve_configuration_keeps_its_private_index(locations, 
     ds.root_enabled = True
     await ds.invoke_startup()
     try:
-        for path in ("/history/files.json", "/history/-/query.json?sql=select+path+from+files", "/history/compactions.json"):
+        for path in (
+            "/history/files.json",
+            "/history/-/query.json?sql=select+path+from+files",
+            "/history/compactions.json",
+        ):
             alice = await ds.client.get(path, actor=ALICE)
             assert alice.status_code == 403 and ".jsonl" not in alice.text and "123456" not in alice.text, path
             root = await ds.client.get(path, actor=ROOT)
@@ -287,10 +318,39 @@ async def test_the_pimem_serve_configuration_keeps_its_private_index(locations, 
 WRITES = [
     ("/history/entries/1/-/delete", {}),
     ("/history/entries/1/-/update", {"update": {"kind": "user"}}),
-    ("/history/entries/-/insert", {"row": {"file_id": 1, "id": "zz", "kind": "user", "chars": 1, "line": 1,
-                                           "offset": 0, "length": 1, "fingerprint": 0}}),
-    ("/history/entries/-/upsert", {"rows": [{"rowid": 1, "id": "zz", "file_id": 1, "kind": "user", "chars": 1,
-                                             "line": 1, "offset": 0, "length": 1, "fingerprint": 0}]}),
+    (
+        "/history/entries/-/insert",
+        {
+            "row": {
+                "file_id": 1,
+                "id": "zz",
+                "kind": "user",
+                "chars": 1,
+                "line": 1,
+                "offset": 0,
+                "length": 1,
+                "fingerprint": 0,
+            }
+        },
+    ),
+    (
+        "/history/entries/-/upsert",
+        {
+            "rows": [
+                {
+                    "rowid": 1,
+                    "id": "zz",
+                    "file_id": 1,
+                    "kind": "user",
+                    "chars": 1,
+                    "line": 1,
+                    "offset": 0,
+                    "length": 1,
+                    "fingerprint": 0,
+                }
+            ]
+        },
+    ),
     ("/history/entries/-/drop", {"confirm": True}),
     ("/history/entries/-/alter", {"operations": [{"op": "add_column", "args": {"name": "x", "type": "text"}}]}),
     ("/history/-/create", {"table": "junk", "columns": [{"name": "id", "type": "integer"}]}),
@@ -326,10 +386,16 @@ async def test_no_write_reaches_the_index_through_datasette_s_write_connection(p
 
 @pytest.mark.asyncio
 async def test_a_table_level_allow_in_the_configuration_does_not_open_the_index(locations, world, conn):
-    config = {"databases": {"history": {"tables": {
-        "files": {"allow": True},
-        "entries": {"permissions": {"delete-row": {"id": "*"}, "view-table": {"id": "*"}}},
-    }}}}
+    config = {
+        "databases": {
+            "history": {
+                "tables": {
+                    "files": {"allow": True},
+                    "entries": {"permissions": {"delete-row": {"id": "*"}, "view-table": {"id": "*"}}},
+                }
+            }
+        }
+    }
     ds = Datasette([str(locations.db_path)], config=config)
     ds.root_enabled = True
     await ds.invoke_startup()

@@ -22,10 +22,10 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from scripted_model import EXTENSION_DIR, find_pi, pi_package_dir, send_json
 
 from pimem_index import pi_tool
 from pimem_index.errors import UserError
-from scripted_model import EXTENSION_DIR, find_pi, pi_package_dir, send_json
 
 TS_SOURCE = EXTENSION_DIR / "memory_context.ts"
 FORBIDDEN_EVENTS = ["context", "before_agent_start", "before_provider_request", "agent_end", "turn_end"]
@@ -129,8 +129,9 @@ def test_the_query_parameter_states_the_word_limit():
     m = re.search(r"query: Type\.Optional\(Type\.String\(\{ description: \"([^\"]*)\"", src)
     assert m, "the query parameter's description not found in memory_context.ts"
     assert f"at most {requests.MAX_TERMS} distinct words" in m.group(1)
-    assert f"at most {requests.MAX_TERMS} distinct words" not in _description_from_source(), \
+    assert f"at most {requests.MAX_TERMS} distinct words" not in _description_from_source(), (
         "the limit belongs to the parameter, keeping the tool description short"
+    )
 
 
 def test_source_subscribes_to_no_event():
@@ -323,7 +324,9 @@ def test_kind_as_string_and_summaries_route(tmp_path, api):
             "indexing": {"complete": True, "journals_indexed": 1, "journals_total": 1},
         },
     )
-    [out] = _exec(tmp_path, agent, project, [{"params": {"action": "summaries", "kind": "compaction", "scope": "session"}}])
+    [out] = _exec(
+        tmp_path, agent, project, [{"params": {"action": "summaries", "kind": "compaction", "scope": "session"}}]
+    )
     assert out["ok"], out
     q = api.requests[0]["query"]
     assert api.requests[0]["path"] == "/-/pi-memory/api/summaries"
@@ -342,7 +345,15 @@ def test_read_ok_ambiguous_unavailable_not_found(tmp_path, api):
     calls = []
     api.responses[route] = (
         200,
-        {"action": "read", "status": "ok", "entry": ENTRY, "text": page, "offset": 0, "next_offset": 16000, "total_chars": 40213},
+        {
+            "action": "read",
+            "status": "ok",
+            "entry": ENTRY,
+            "text": page,
+            "offset": 0,
+            "next_offset": 16000,
+            "total_chars": 40213,
+        },
     )
     [ok] = _exec(tmp_path, agent, project, [{"params": {"action": "read", "entryId": "a1b2c3d4", "offset": 0}}])
     assert ok["ok"], ok
@@ -496,7 +507,5 @@ def test_typescript_type_checks_against_pi_typings():
         pytest.skip("TypeScript not installed: run `npm ci --prefix pimem_index/pi_extension` to type-check")
     if not (EXTENSION_DIR / "node_modules" / "@mariozechner" / "pi-coding-agent").is_dir():
         pytest.skip("Pi typings not installed: run `npm ci --prefix pimem_index/pi_extension`")
-    proc = subprocess.run(
-        [str(tsc), "--noEmit", "-p", str(EXTENSION_DIR)], capture_output=True, text=True, timeout=300
-    )
+    proc = subprocess.run([str(tsc), "--noEmit", "-p", str(EXTENSION_DIR)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -16,13 +16,12 @@ import pytest
 import pytest_asyncio
 from datasette.tokens import TokenRestrictions
 from datasette_test import Datasette
-
-from pimem_index.indexer import index_all
+from pijournal import Journal
+from plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette, pimem_serve_datasette
 
 from datasette_pi_memory.serve import ensure_secret
 from datasette_pi_memory.state import ACTION, PLUGIN
-from pijournal import Journal
-from plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette, pimem_serve_datasette
+from pimem_index.indexer import index_all
 
 CANARY = "CANARY-7f3e9b-outside-the-journal-folders"
 API = ("search", "read", "summaries", "status")
@@ -70,8 +69,12 @@ async def test_api_needs_permission(ds, world, token, action):
         assert "heron" in root.text.lower() and "heron" in agent.text.lower()
 
 
-PAGES = ("/-/pi-memory", "/-/pi-memory/search?q=heron&scope=global", "/-/pi-memory/summaries?scope=global",
-         "/-/pi-memory/read?id={user}&session_id={sid}")
+PAGES = (
+    "/-/pi-memory",
+    "/-/pi-memory/search?q=heron&scope=global",
+    "/-/pi-memory/summaries?scope=global",
+    "/-/pi-memory/read?id={user}&session_id={sid}",
+)
 
 
 @pytest.mark.asyncio
@@ -121,8 +124,9 @@ async def test_make_token_survives_a_restart(locations, world, token):
 
 @pytest.mark.asyncio
 async def test_a_different_secret_refuses_the_token(locations, world, token):
-    datasette = Datasette([str(locations.db_path)], secret="not-the-pimem-secret",
-                          plugin_config={PLUGIN: {"background_index": False}})
+    datasette = Datasette(
+        [str(locations.db_path)], secret="not-the-pimem-secret", plugin_config={PLUGIN: {"background_index": False}}
+    )
     await datasette.invoke_startup()
     res = await datasette.client.get(api_path("status", world), **bearer(token))
     assert res.status_code == 401
@@ -197,18 +201,22 @@ async def test_agent_max_scope_session_is_configurable(locations, world, token):
     default = await datasette.client.get(api_path("search", world, cwd=""), **bearer(token))
     assert default.status_code == 400  # session scope needs a session: never silently widened
     session = await datasette.client.get(
-        api_path("search", world, scope="session", journal=str(world["a"].path)), **bearer(token))
+        api_path("search", world, scope="session", journal=str(world["a"].path)), **bearer(token)
+    )
     assert session.status_code == 200 and session.json()["results"]
     named = await datasette.client.get(
-        api_path("search", world, scope="session", session_id=world["a"].session_id,
-                 journal=str(world["a"].path)), **bearer(token))
+        api_path("search", world, scope="session", session_id=world["a"].session_id, journal=str(world["a"].path)),
+        **bearer(token),
+    )
     assert named.status_code == 200 and named.json()["results"]
     unverifiable = await datasette.client.get(
-        api_path("search", world, scope="session", session_id=world["a"].session_id), **bearer(token))
+        api_path("search", world, scope="session", session_id=world["a"].session_id), **bearer(token)
+    )
     assert unverifiable.status_code == 400 and "heron" not in unverifiable.text
     other = await datasette.client.get(
-        api_path("search", world, scope="session", session_id=world["b"].session_id,
-                 journal=str(world["a"].path)), **bearer(token))
+        api_path("search", world, scope="session", session_id=world["b"].session_id, journal=str(world["a"].path)),
+        **bearer(token),
+    )
     assert other.status_code == 400 and "not the current session" in other.json()["error"]
     await datasette.invoke_shutdown()
 
@@ -240,18 +248,21 @@ async def test_kind_filter_is_repeatable(ds, world, token):
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("action,params,fragment", [
-    ("search", {"since": "yesterday-ish"}, "YYYY-MM-DD"),
-    ("search", {"until": "2026-13-45"}, "YYYY-MM-DD"),
-    ("search", {"kind": "thought"}, "kind=tool_result"),
-    ("search", {"limit": "0"}, "limit=20"),
-    ("search", {"scope": "everything"}, "scope=project"),
-    ("search", {"cwd": "relative/dir"}, "cwd="),
-    ("summaries", {"kind": "user"}, "kind=compaction"),
-    ("read", {"offset": "-5"}, "offset="),
-    ("read", {"id": ""}, "e.g."),
-    ("search", {"scope": "session", "cwd": ""}, "e.g."),
-])
+@pytest.mark.parametrize(
+    "action,params,fragment",
+    [
+        ("search", {"since": "yesterday-ish"}, "YYYY-MM-DD"),
+        ("search", {"until": "2026-13-45"}, "YYYY-MM-DD"),
+        ("search", {"kind": "thought"}, "kind=tool_result"),
+        ("search", {"limit": "0"}, "limit=20"),
+        ("search", {"scope": "everything"}, "scope=project"),
+        ("search", {"cwd": "relative/dir"}, "cwd="),
+        ("summaries", {"kind": "user"}, "kind=compaction"),
+        ("read", {"offset": "-5"}, "offset="),
+        ("read", {"id": ""}, "e.g."),
+        ("search", {"scope": "session", "cwd": ""}, "e.g."),
+    ],
+)
 async def test_bad_arguments_are_one_line_400s(ds, world, token, action, params, fragment):
     res = await ds.client.get(api_path(action, world, **params), **bearer(token))
     assert res.status_code == 400, res.text
@@ -288,8 +299,9 @@ async def test_journal_gives_the_project_and_session(ds, world, token):
     a = world["a"]
     res = await ds.client.get(api_path("search", world, cwd="", journal=str(a.path)), **bearer(token))
     assert res.json()["root"] == world["cwd_a"]
-    session = await ds.client.get(api_path("search", world, cwd="", scope="session", journal=str(a.path)),
-                                  **bearer(token))
+    session = await ds.client.get(
+        api_path("search", world, cwd="", scope="session", journal=str(a.path)), **bearer(token)
+    )
     assert session.status_code == 200
     assert {h["session_id"] for h in session.json()["results"]} == {a.session_id}
 
@@ -308,8 +320,7 @@ async def test_journal_outside_the_folders_is_refused_unread(ds, world, token, t
     # a named pipe: opening it would block, so a quick 400 shows it was never opened
     fifo = tmp_path / "elsewhere" / "pipe.jsonl"
     os.mkfifo(fifo)
-    _refused(await asyncio.wait_for(
-        ds.client.get(api_path("search", world, journal=str(fifo)), **bearer(token)), 10))
+    _refused(await asyncio.wait_for(ds.client.get(api_path("search", world, journal=str(fifo)), **bearer(token)), 10))
     # a link inside the folders that points outside
     link = world["a"].path.parent / "link.jsonl"
     link.symlink_to(outside)
@@ -377,14 +388,17 @@ async def test_custom_sql_reads_nothing(ds, world, conn, tmp_path):
     canary_file = tmp_path / "canary.jsonl"
     line = json.dumps({"type": "message", "id": "zz", "message": {"role": "user", "content": CANARY}}).encode()
     canary_file.write_bytes(line + b"\n")
-    sql = (f"select 1 as rowid, 1 as file_id, 'zz' as id, '{canary_file}' as path, 0 as offset, "
-           f"{len(line)} as length, 'user' as kind")
+    sql = (
+        f"select 1 as rowid, 1 as file_id, 'zz' as id, '{canary_file}' as path, 0 as offset, "
+        f"{len(line)} as length, 'user' as kind"
+    )
     res = await ds.client.get("/history/-/query", params={"sql": sql}, actor=ROOT)
     assert res.status_code == 200, res.text
     assert CANARY not in res.text and "pi-memory-cell" not in res.text
     # even selecting real entries rows through SQL renders numbers only
-    res = await ds.client.get("/history/-/query", params={"sql": "select rowid, offset, length from entries"},
-                              actor=ROOT)
+    res = await ds.client.get(
+        "/history/-/query", params={"sql": "select rowid, offset, length from entries"}, actor=ROOT
+    )
     assert res.status_code == 200 and HERON not in res.text and "pi-memory-cell" not in res.text
 
 
@@ -400,12 +414,15 @@ async def test_an_entries_table_in_another_database_reads_nothing(locations, wor
     rogue = tmp_path / "rogue.db"
     rc = sqlite3.connect(rogue)
     rc.execute("CREATE TABLE entries (rowid INTEGER PRIMARY KEY, offset INTEGER, length INTEGER)")
-    rc.executemany("INSERT INTO entries VALUES (?, 0, 10)", [(r[0],) for r in conn.execute("SELECT rowid FROM entries")])
+    rc.executemany(
+        "INSERT INTO entries VALUES (?, 0, 10)", [(r[0],) for r in conn.execute("SELECT rowid FROM entries")]
+    )
     rc.commit()
     rc.close()
     datasette = make_datasette(locations)
-    datasette.add_database(__import__("datasette.database", fromlist=["Database"]).Database(datasette, str(rogue)),
-                           name="rogue")
+    datasette.add_database(
+        __import__("datasette.database", fromlist=["Database"]).Database(datasette, str(rogue)), name="rogue"
+    )
     await datasette.invoke_startup()
     res = await datasette.client.get("/rogue/entries", actor=ROOT)
     assert res.status_code == 200 and HERON not in res.text and "pi-memory-cell" not in res.text
@@ -454,14 +471,16 @@ async def test_search_page_highlights_and_escapes(ds, world):
 
 @pytest.mark.asyncio
 async def test_the_search_page_filters_by_kind_and_scope_and_rejects_a_bad_date(ds, world):
-    res = await ds.client.get("/-/pi-memory/search",
-                              params={"q": "heron", "scope": "global", "kind": "compaction"}, actor=ROOT)
+    res = await ds.client.get(
+        "/-/pi-memory/search", params={"q": "heron", "scope": "global", "kind": "compaction"}, actor=ROOT
+    )
     assert "the <mark>heron</mark> pipeline was fixed" in res.text
     assert "please look at" not in res.text
     bad = await ds.client.get("/-/pi-memory/search", params={"q": "heron", "since": "soon"}, actor=ROOT)
     assert bad.status_code == 400 and "YYYY-MM-DD" in bad.text
-    project = await ds.client.get("/-/pi-memory/search",
-                                  params={"q": "kestrel", "scope": "project", "cwd": world["cwd_a"]}, actor=ROOT)
+    project = await ds.client.get(
+        "/-/pi-memory/search", params={"q": "kestrel", "scope": "project", "cwd": world["cwd_a"]}, actor=ROOT
+    )
     assert "only in the fluenty" not in project.text
 
 
@@ -477,12 +496,14 @@ async def test_the_summaries_page_shows_summaries_not_messages(ds, world):
 async def test_read_page_pages_through_long_text(ds, world, locations, conn):
     long_id = world["a"].tool_result("read", "".join(f"row {i:05d} heron\n" for i in range(3000)))
     index_all(conn, locations)
-    first = await ds.client.get("/-/pi-memory/read", params={"id": long_id, "session_id": world["a"].session_id},
-                                actor=ROOT)
+    first = await ds.client.get(
+        "/-/pi-memory/read", params={"id": long_id, "session_id": world["a"].session_id}, actor=ROOT
+    )
     assert first.status_code == 200
     assert "row 00000 heron" in first.text and "next page" in first.text and "row 02999" not in first.text
-    last = await ds.client.get("/-/pi-memory/read", params={"id": long_id, "session_id": world["a"].session_id,
-                                                            "offset": "32000"}, actor=ROOT)
+    last = await ds.client.get(
+        "/-/pi-memory/read", params={"id": long_id, "session_id": world["a"].session_id, "offset": "32000"}, actor=ROOT
+    )
     assert "row 02999 heron" in last.text and "previous page" in last.text
     missing = await ds.client.get("/-/pi-memory/read", params={"id": "nope", "scope": "global"}, actor=ROOT)
     assert "No entry nope" in missing.text
@@ -493,8 +514,10 @@ async def test_session_page_shows_the_conversation_in_order(ds, world):
     res = await ds.client.get(f"/-/pi-memory/sessions/{world['a'].session_id}", actor=ROOT)
     assert res.status_code == 200
     text = res.text
-    order = [text.index(f'id="entry-{world["ids"][k]}"')
-             for k in ("user", "assistant", "tool_result", "bash", "compaction", "branch_summary", "script")]
+    order = [
+        text.index(f'id="entry-{world["ids"][k]}"')
+        for k in ("user", "assistant", "tool_result", "bash", "compaction", "branch_summary", "script")
+    ]
     assert order == sorted(order)
     assert "pytest -q" in text  # the tool call
     assert "123,456 tokens before" in text
@@ -577,9 +600,16 @@ async def served_like_pimem_serve(locations, world):
 @pytest.mark.asyncio
 async def test_serve_configuration_keeps_anonymous_out(served_like_pimem_serve, token):
     ds = served_like_pimem_serve
-    for path in ("/", "/history", "/history/entries", "/history/files.json", "/history/sessions",
-                 "/history/-/query.json?sql=select+path+from+files", "/history/largest_tool_outputs",
-                 "/-/pi-memory"):
+    for path in (
+        "/",
+        "/history",
+        "/history/entries",
+        "/history/files.json",
+        "/history/sessions",
+        "/history/-/query.json?sql=select+path+from+files",
+        "/history/largest_tool_outputs",
+        "/-/pi-memory",
+    ):
         anon = await ds.client.get(path)
         assert anon.status_code == 403, path
         assert ".jsonl" not in anon.text and "Apps/prjct" not in anon.text, path
@@ -600,8 +630,13 @@ async def test_serve_configuration_facets_search_and_queries(served_like_pimem_s
     assert [r["id"] for r in found.json()] == [world["other"]]
     page = await ds.client.get("/history/entries?_search=kestrel", actor=ROOT)
     assert FLUENT in page.text  # the render hook on a searched table page
-    for name in ("sessions_per_project_per_week", "largest_tool_outputs", "compactions", "tool_usage",
-                 "activity_per_day"):
+    for name in (
+        "sessions_per_project_per_week",
+        "largest_tool_outputs",
+        "compactions",
+        "tool_usage",
+        "activity_per_day",
+    ):
         res = await ds.client.get(f"/history/{name}.json?_shape=array", actor=ROOT)
         assert res.status_code == 200, (name, res.text)
         assert res.json(), name
@@ -617,17 +652,20 @@ async def test_serve_configuration_facets_search_and_queries(served_like_pimem_s
 @pytest.mark.asyncio
 async def test_agent_cannot_name_another_projects_session(ds, world, token):
     own = await ds.client.get(
-        api_path("search", world, q="heron", scope="session", session_id=world["a"].session_id), **bearer(token))
+        api_path("search", world, q="heron", scope="session", session_id=world["a"].session_id), **bearer(token)
+    )
     assert own.status_code == 200 and own.json()["results"]
     other = await ds.client.get(
-        api_path("search", world, q="", scope="session", session_id=world["b"].session_id), **bearer(token))
+        api_path("search", world, q="", scope="session", session_id=world["b"].session_id), **bearer(token)
+    )
     assert other.status_code == 400 and "not in this project" in other.json()["error"]
     assert world["b"].session_id not in json.dumps(other.json().get("results", []))
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("path", ["/-/pi-memory/api/forget", "/-/pi-memory/api/unforget",
-                                  "/-/pi-memory/forget", "/-/pi-memory/api/gc"])
+@pytest.mark.parametrize(
+    "path", ["/-/pi-memory/api/forget", "/-/pi-memory/api/unforget", "/-/pi-memory/forget", "/-/pi-memory/api/gc"]
+)
 async def test_no_http_route_can_forget_or_collect(ds, world, token, path):
     for method in ("get", "post"):
         for kwargs in ({"actor": ROOT}, bearer(token)):
@@ -641,14 +679,16 @@ async def test_no_http_route_can_forget_or_collect(ds, world, token, path):
 @pytest.mark.asyncio
 async def test_table_search_box_finds_entries_by_their_terms(served_like_pimem_serve, world):
     ds = served_like_pimem_serve
-    found = await ds.client.get("/history/entries.json", params={"_search": "heron pipeline", "_shape": "objects"},
-                                actor=ROOT)
+    found = await ds.client.get(
+        "/history/entries.json", params={"_search": "heron pipeline", "_shape": "objects"}, actor=ROOT
+    )
     assert found.status_code == 200
     ids = {row["id"] for row in found.json()["rows"]}
     assert world["ids"]["compaction"] in ids
     assert world["other"] not in ids
-    joined = await ds.client.get("/history/entries.json", params={"_search": "heron-pipeline", "_shape": "objects"},
-                                 actor=ROOT)
+    joined = await ds.client.get(
+        "/history/entries.json", params={"_search": "heron-pipeline", "_shape": "objects"}, actor=ROOT
+    )
     assert joined.status_code == 200, joined.text
     joined_ids = {row["id"] for row in joined.json()["rows"]}
     assert world["ids"]["compaction"] in joined_ids and world["other"] not in joined_ids
@@ -753,8 +793,11 @@ def test_the_watching_indexer_moves_to_a_new_index_file(locations, world, conn):
 
     expected = conn.execute("SELECT count(*) FROM entries").fetchone()[0]
     conn.close()
-    child = subprocess.Popen([sys.executable, "-m", "pimem_index", "index", "--watch", "--interval", "0.05",
-                              "--db", str(locations.db_path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "pimem_index", "index", "--watch", "--interval", "0.05", "--db", str(locations.db_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         running = world["a"].user("written while the child runs: the skua")
         _wait_for(lambda: _count(locations.db_path, f"SELECT count(*) FROM entries WHERE id = '{running}'") == 1)
@@ -783,8 +826,16 @@ async def test_an_unusable_journal_path_is_a_json_400_with_an_example(ds, world,
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("path", ["/-/pi-memory/api/nope", "/-/pi-memory/api/search/more", "/-/pi-memory/api/",
-                                  "/-/pi-memory/api", "/-/pi-memory/api/SEARCH"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/-/pi-memory/api/nope",
+        "/-/pi-memory/api/search/more",
+        "/-/pi-memory/api/",
+        "/-/pi-memory/api",
+        "/-/pi-memory/api/SEARCH",
+    ],
+)
 async def test_an_unknown_api_route_is_a_json_404_naming_the_routes(ds, world, token, path):
     for kwargs in (bearer(token), {}):
         res = await ds.client.get(path, **kwargs)

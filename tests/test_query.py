@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -105,8 +105,9 @@ def test_scope_wider_than_allowed_is_refused_not_narrowed(conn, locations, home,
         query.search(conn, locations, "deploy", scope="global", cwd=str(home / "Apps/prjct"), max_scope="project")
     with pytest.raises(UserError, match="wider than allowed"):
         query.read(conn, locations, projects["Apps/fluenty"][1], scope="global", max_scope="project")
-    allowed = query.search(conn, locations, "deploy", scope="project", cwd=str(home / "Apps/prjct"),
-                           max_scope="project")
+    allowed = query.search(
+        conn, locations, "deploy", scope="project", cwd=str(home / "Apps/prjct"), max_scope="project"
+    )
     assert allowed["results"]
 
 
@@ -218,8 +219,10 @@ def test_missing_journal_reads_as_unavailable(conn, locations, new_journal, home
     assert page["status"] == "unavailable" and "no longer exists" in page["reason"]
 
 
-@pytest.mark.parametrize("text", ['"unbalanced quote', "cat OR dog", "NEAR(a b)", "pre*", "-minus",
-                                  "col:value", "AND", "(((", "^start", "'single'"])
+@pytest.mark.parametrize(
+    "text",
+    ['"unbalanced quote', "cat OR dog", "NEAR(a b)", "pre*", "-minus", "col:value", "AND", "(((", "^start", "'single'"],
+)
 def test_fts_syntax_in_a_query_is_only_text(conn, locations, new_journal, text):
     j = new_journal()
     j.user(f"literal {text} inside")
@@ -235,7 +238,7 @@ def test_a_query_over_the_word_limit_is_refused_with_an_example(conn, locations,
     words = ["kestrel"] + [f"w{n}x" for n in range(requests.MAX_TERMS)]
     with pytest.raises(UserError, match=f"{requests.MAX_TERMS + 1} distinct words; at most {requests.MAX_TERMS}.*e.g."):
         query.search(conn, locations, " ".join(words), scope="global")
-    within = query.search(conn, locations, " ".join(words[:requests.MAX_TERMS]), scope="global")
+    within = query.search(conn, locations, " ".join(words[: requests.MAX_TERMS]), scope="global")
     assert within["match"] == "any" and len(within["results"]) == 1
 
 
@@ -248,9 +251,11 @@ def test_repeated_words_count_once_toward_the_word_limit(conn, locations, new_jo
 
 
 def test_a_pasted_error_message_is_within_the_word_limit(conn, locations, new_journal):
-    paste = ('Traceback (most recent call last): File "/home/u/Apps/prjct/app/main.py", line 42, in <module> '
-             'from app.db import connect File "/home/u/Apps/prjct/app/db.py", line 7, in connect '
-             'raise RuntimeError("database is locked") RuntimeError: database is locked')
+    paste = (
+        'Traceback (most recent call last): File "/home/u/Apps/prjct/app/main.py", line 42, in <module> '
+        'from app.db import connect File "/home/u/Apps/prjct/app/db.py", line 7, in connect '
+        'raise RuntimeError("database is locked") RuntimeError: database is locked'
+    )
     j = new_journal()
     e = j.tool_result("bash", paste)
     index_all(conn, locations)
@@ -279,7 +284,7 @@ def test_a_search_runs_within_the_time_budget(conn, locations, new_journal, monk
     j = new_journal()
     words = [f"w{n}x" for n in range(40)]
     for n in range(200):
-        j.user(" ".join(words[n % 40:] + words[:n % 7]))
+        j.user(" ".join(words[n % 40 :] + words[: n % 7]))
     index_all(conn, locations)
     monkeypatch.setattr(query, "QUERY_SECONDS", 0.0)
     with pytest.raises(UserError, match="took longer than 0 s"):
@@ -313,9 +318,9 @@ def test_recency_orders_equally_relevant_entries(conn, locations, new_journal):
     filler = new_journal("Apps/c")
     for k in range(20):
         filler.user(f"unrelated filler {k}")
-    old = new_journal("Apps/a", start=datetime.now(timezone.utc) - timedelta(days=60))
+    old = new_journal("Apps/a", start=datetime.now(UTC) - timedelta(days=60))
     old_id = old.user("identical words about lemurs")
-    new = new_journal("Apps/b", start=datetime.now(timezone.utc) - timedelta(days=1))
+    new = new_journal("Apps/b", start=datetime.now(UTC) - timedelta(days=1))
     new_id = new.user("identical words about lemurs")
     index_all(conn, locations)
     reply = query.search(conn, locations, "lemurs", scope="global")
@@ -371,8 +376,9 @@ def test_entry_statistics_older_than_the_index_never_break_a_search(conn, locati
     assert all(r["score"] > 0 for r in reply["results"])
 
 
-def test_entry_statistics_follow_a_small_index_and_sample_a_large_ones_latest(conn, locations, new_journal,
-                                                                              monkeypatch):
+def test_entry_statistics_follow_a_small_index_and_sample_a_large_ones_latest(
+    conn, locations, new_journal, monkeypatch
+):
     j = new_journal()
     j.user("a" * 100)
     index_all(conn, locations)
@@ -419,9 +425,9 @@ def new_york(monkeypatch):
 
 
 def test_day_bounds_are_the_users_local_midnight(conn, locations, new_journal, new_york):
-    j = new_journal(start=datetime(2026, 3, 15, 3, 59, 0, tzinfo=timezone.utc))
+    j = new_journal(start=datetime(2026, 3, 15, 3, 59, 0, tzinfo=UTC))
     before = j.user("local march 14 evening")
-    j.now = datetime(2026, 3, 15, 4, 0, 0, tzinfo=timezone.utc) - timedelta(seconds=1)
+    j.now = datetime(2026, 3, 15, 4, 0, 0, tzinfo=UTC) - timedelta(seconds=1)
     after = j.user("local march 15 just after midnight")
     index_all(conn, locations)
     day15 = query.search(conn, locations, "local", scope="global", since="2026-03-15", until="2026-03-15")
@@ -432,8 +438,10 @@ def test_day_bounds_are_the_users_local_midnight(conn, locations, new_journal, n
 
 
 def test_since_takes_a_full_iso_datetime_not_only_a_day(conn, locations, new_journal):
-    j = new_journal(start=datetime(2026, 3, 15, 12, 0, 0, tzinfo=timezone.utc))
-    a = j.user("stamp one", )
+    j = new_journal(start=datetime(2026, 3, 15, 12, 0, 0, tzinfo=UTC))
+    a = j.user(
+        "stamp one",
+    )
     j.now += timedelta(hours=2)
     b = j.user("stamp two")
     index_all(conn, locations)
@@ -569,10 +577,12 @@ def test_capped_caller_cannot_reach_another_projects_session_by_id(conn, locatio
     own = projects["Apps/prjct/prjct-be"][0]
     cwd = str(home / "Apps/prjct/prjct-be")
     with pytest.raises(UserError, match="not in this project"):
-        query.search(conn, locations, "deploy", scope="session", session_id=other.session_id,
-                     cwd=cwd, max_scope="project")
-    allowed = query.search(conn, locations, "deploy", scope="session", session_id=own.session_id,
-                           cwd=cwd, max_scope="project")
+        query.search(
+            conn, locations, "deploy", scope="session", session_id=other.session_id, cwd=cwd, max_scope="project"
+        )
+    allowed = query.search(
+        conn, locations, "deploy", scope="session", session_id=own.session_id, cwd=cwd, max_scope="project"
+    )
     assert ids(allowed) == [projects["Apps/prjct/prjct-be"][1]]
     anywhere = query.search(conn, locations, "deploy", scope="session", session_id=other.session_id, cwd=cwd)
     assert ids(anywhere) == [projects["Apps/fluenty"][1]]
@@ -581,12 +591,18 @@ def test_capped_caller_cannot_reach_another_projects_session_by_id(conn, locatio
 def test_session_cap_allows_only_the_current_session(conn, locations, home, projects):
     own = projects["Apps/prjct"][0]
     other = projects["Apps/prjct/prjct-be"][0]
-    current = query.search(conn, locations, "deploy", scope="session", journal_path=str(own.path),
-                           max_scope="session")
+    current = query.search(conn, locations, "deploy", scope="session", journal_path=str(own.path), max_scope="session")
     assert ids(current) == [projects["Apps/prjct"][1]]
     with pytest.raises(UserError, match="not the current session"):
-        query.search(conn, locations, "deploy", scope="session", session_id=other.session_id,
-                     journal_path=str(own.path), max_scope="session")
+        query.search(
+            conn,
+            locations,
+            "deploy",
+            scope="session",
+            session_id=other.session_id,
+            journal_path=str(own.path),
+            max_scope="session",
+        )
 
 
 def test_nothing_outside_the_journal_folders_is_read(conn, locations, new_journal, tmp_path, home):
@@ -614,8 +630,10 @@ def test_scoped_ranking_only_looks_at_the_scopes_entries(conn, locations, home, 
     ranked = conn.execute("SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?", (expression,)).fetchall()
     assert len(ranked) == 1
     assert ids(query.search(conn, locations, "common words", cwd=str(home / "Apps/mine"))) == [mine_id]
-    everywhere = conn.execute("SELECT COUNT(*) FROM entries_fts WHERE entries_fts MATCH ?",
-                              (query.fts_expression(["common", "words"], "AND"),)).fetchone()[0]
+    everywhere = conn.execute(
+        "SELECT COUNT(*) FROM entries_fts WHERE entries_fts MATCH ?",
+        (query.fts_expression(["common", "words"], "AND"),),
+    ).fetchone()[0]
     assert everywhere == 31
 
 

@@ -16,11 +16,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import redaction_corpus as corpus
 
 from pimem_index import redact as redact_module
 from pimem_index.redact import KINDS, MASK, RULES, SLICE_CHARS, redact
-
-import redaction_corpus as corpus
 
 R = random.Random(20240601)
 ALNUM = corpus.ALNUM
@@ -105,7 +104,9 @@ def test_variable_references_are_untouched():
 
 def test_obvious_placeholders_are_untouched():
     # documented choice: changeme and friends are well-known defaults, not secrets
-    assert unchanged("api_key: <your-api-key>\npassword: xxxxxxxx\nsecret: '***'\nAPI_KEY=YOUR_API_KEY\npassword: changeme")
+    assert unchanged(
+        "api_key: <your-api-key>\npassword: xxxxxxxx\nsecret: '***'\nAPI_KEY=YOUR_API_KEY\npassword: changeme"
+    )
     assert redact("password: changeme2024") == "password: " + MASK
 
 
@@ -283,8 +284,12 @@ def test_pem_cut_off_before_end_is_masked():
 def test_putty_private_lines_are_masked_public_lines_kept():
     public, private = rand(64, B64), rand(64, B64)
     ppk = (
-        "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nPublic-Lines: 1\n" + public
-        + "\nPrivate-Lines: 1\n" + private + "\nPrivate-MAC: " + rand(64, HEX)
+        "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nPublic-Lines: 1\n"
+        + public
+        + "\nPrivate-Lines: 1\n"
+        + private
+        + "\nPrivate-MAC: "
+        + rand(64, HEX)
     )
     out = redact(ppk)
     assert private not in out and public in out and "Private-MAC" in out
@@ -384,14 +389,25 @@ def _trigger_texts() -> list[str]:
     for sc in redact_module._SCANNERS:
         for needle in sorted(redact_module._needles(sc.regex)):
             n = needle.decode("latin-1")
-            texts += [n, n.upper(), n.title(), "x" + n, n + "=" + rand(40), n + " " + rand(40, B64),
-                      "\\n" + n + ": " + rand(24), "é" + n + rand(36, HEX) + "\ud800"]
+            texts += [
+                n,
+                n.upper(),
+                n.title(),
+                "x" + n,
+                n + "=" + rand(40),
+                n + " " + rand(40, B64),
+                "\\n" + n + ": " + rand(24),
+                "é" + n + rand(36, HEX) + "\ud800",
+            ]
     texts += [case.text for case in corpus.cases(seed=7, per_context=2)]
     return texts + [text for _, text in corpus.negatives()]
 
 
 def test_a_scanner_matches_only_texts_holding_one_of_its_needles():
-    scanners = [(sc, redact_module._needles(sc.regex), entry) for sc, entry in zip(redact_module._SCANNERS, redact_module._SCAN_PLAN)]
+    scanners = [
+        (sc, redact_module._needles(sc.regex), entry)
+        for sc, entry in zip(redact_module._SCANNERS, redact_module._SCAN_PLAN)
+    ]
     for text in _trigger_texts():
         b = text.encode("utf-8", "surrogatepass")
         plan = redact_module._plan_for(b)

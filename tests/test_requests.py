@@ -78,15 +78,22 @@ def test_the_api_parameters_take_the_project_from_the_callers_journal(conn, loca
 def test_the_api_parameters_default_to_the_widest_scope_a_session_cap_allows(conn, home, two_projects):
     args = query_args(MultiParams({"id": [two_projects["Apps/mine"][1]]}))
     assert ReadRequest.from_args(conn, args, max_scope="session").scope == "session"
-    assert ReadRequest.from_args(conn, query_args(MultiParams({"id": ["x"], "cwd": [str(home)]})),
-                                 max_scope="global").scope == "project"
+    assert (
+        ReadRequest.from_args(
+            conn, query_args(MultiParams({"id": ["x"], "cwd": [str(home)]})), max_scope="global"
+        ).scope
+        == "project"
+    )
 
 
-@pytest.mark.parametrize("cap, offered, page_default", [
-    ("session", ["session"], "session"),
-    ("project", ["session", "project"], "project"),
-    ("global", ["session", "project", "global"], "global"),
-])
+@pytest.mark.parametrize(
+    "cap, offered, page_default",
+    [
+        ("session", ["session"], "session"),
+        ("project", ["session", "project"], "project"),
+        ("global", ["session", "project", "global"], "global"),
+    ],
+)
 def test_a_capped_caller_is_offered_only_the_scopes_within_its_cap(cap, offered, page_default):
     assert scope.offered(cap) == offered and scope.page_default_scope(cap) == page_default
     assert all(not scope.allowed(wider, cap) for wider in scope.SCOPES if wider not in offered)
@@ -94,8 +101,11 @@ def test_a_capped_caller_is_offered_only_the_scopes_within_its_cap(cap, offered,
 
 def test_a_configured_cap_must_be_a_scope():
     assert scope.checked_setting("plugins.datasette-pi-memory.max_scope", "global") == "global"
-    with pytest.raises(UserError, match=r"^plugins.datasette-pi-memory.max_scope must be session, project or "
-                                        r"global \(e.g. max_scope: project\), got 'everything'$"):
+    with pytest.raises(
+        UserError,
+        match=r"^plugins.datasette-pi-memory.max_scope must be session, project or "
+        r"global \(e.g. max_scope: project\), got 'everything'$",
+    ):
         scope.checked_setting("plugins.datasette-pi-memory.max_scope", "everything")
 
 

@@ -15,10 +15,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from commands import pimem
 from pijournal import Journal
 from servers import Server, free_port, get, listening_addresses, wait_indexed
+
 
 @pytest.fixture
 def env(agent_dir) -> dict:
@@ -89,8 +89,15 @@ def test_serve_loopback_login_token_and_background_indexing(env, agent_dir, home
     for path in ("/-/pi-memory/api/status", "/-/pi-memory/api/search?q=heron&cwd=" + urllib.parse.quote(cwd)):
         status, body = get(server.url + path)
         assert status == 401 and "heron" not in body
-    for path in ("/", "/history", "/history/files.json", "/history/entries", "/history/-/query.json?sql=select+1",
-                 "/-/pi-memory", "/-/pi-memory/search?q=heron&scope=global"):
+    for path in (
+        "/",
+        "/history",
+        "/history/files.json",
+        "/history/entries",
+        "/history/-/query.json?sql=select+1",
+        "/-/pi-memory",
+        "/-/pi-memory/search?q=heron&scope=global",
+    ):
         status, body = get(server.url + path)
         assert status == 403, path
         assert "heron" not in body and "Apps/prjct" not in body, path
@@ -155,7 +162,9 @@ def test_serve_on_a_missing_pi_folder_starts_and_finds_the_first_journal_later(e
     deadline = time.monotonic() + 10
     found = []
     while time.monotonic() < deadline and not found:
-        status, body = get(f"{server.url}/-/pi-memory/api/search?q=puffin&cwd={urllib.parse.quote(str(home / 'Apps/new'))}", token)
+        status, body = get(
+            f"{server.url}/-/pi-memory/api/search?q=puffin&cwd={urllib.parse.quote(str(home / 'Apps/new'))}", token
+        )
         found = [h["id"] for h in json.loads(body)["results"]]
         time.sleep(0.2)
     assert found == [first]
@@ -185,23 +194,32 @@ def test_serve_on_a_port_in_use_is_a_one_line_error(agent_dir):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = subprocess.run([sys.executable, "-m", "pimem_index", "serve", "--port", str(port)],
-                                capture_output=True, text=True, timeout=60, env=dict(os.environ))
+        result = subprocess.run(
+            [sys.executable, "-m", "pimem_index", "serve", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=dict(os.environ),
+        )
     assert result.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "--port" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "Uvicorn running" not in result.stderr + result.stdout
 
 
-@pytest.mark.parametrize("args, says, code", [
-    (["--port", "99999"], "99999 is not in the range 1<=x<=65535", 2),
-    (["--port", "0"], "0 is not in the range 1<=x<=65535", 2),
-    (["--host", "not a host!"], "--host takes an address of this machine (e.g. --host 127.0.0.1)", 1),
-    (["--host", ""], "--host needs an address of this machine (e.g. --host 127.0.0.1)", 1),
-])
+@pytest.mark.parametrize(
+    "args, says, code",
+    [
+        (["--port", "99999"], "99999 is not in the range 1<=x<=65535", 2),
+        (["--port", "0"], "0 is not in the range 1<=x<=65535", 2),
+        (["--host", "not a host!"], "--host takes an address of this machine (e.g. --host 127.0.0.1)", 1),
+        (["--host", ""], "--host needs an address of this machine (e.g. --host 127.0.0.1)", 1),
+    ],
+)
 def test_a_bad_port_or_host_is_one_line_not_a_traceback(env, args, says, code):
-    result = subprocess.run([sys.executable, "-m", "pimem_index", "serve", *args],
-                            capture_output=True, text=True, timeout=60, env=env)
+    result = subprocess.run(
+        [sys.executable, "-m", "pimem_index", "serve", *args], capture_output=True, text=True, timeout=60, env=env
+    )
     assert result.returncode == code, result.stderr
     assert says in result.stderr
     assert "Traceback" not in result.stderr and "Uvicorn running" not in result.stderr + result.stdout
@@ -213,8 +231,13 @@ def test_serve_on_a_read_only_index_says_it_cannot_be_written(env, agent_dir, im
     db_path = agent_dir / "pi-memory" / "history.sqlite"
     pimem(env, "index")
     immutable(db_path, db_path.parent)
-    result = subprocess.run([sys.executable, "-m", "pimem_index", "serve", "--port", str(free_port())],
-                            capture_output=True, text=True, timeout=60, env=env)
+    result = subprocess.run(
+        [sys.executable, "-m", "pimem_index", "serve", "--port", str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert result.returncode == 1
     assert f"cannot write {db_path}; check its permissions" in result.stderr
     assert "not a pimem index" not in result.stderr and "delete" not in result.stderr
@@ -224,9 +247,15 @@ def test_serve_on_a_read_only_index_says_it_cannot_be_written(env, agent_dir, im
 def test_serve_on_a_folder_as_index_asks_for_the_index_file_as_every_command_does(env, tmp_path):
     folder = tmp_path / "a-folder"
     folder.mkdir()
-    result = subprocess.run([sys.executable, "-m", "pimem_index", "serve", "--db", str(folder),
-                             "--port", str(free_port())], capture_output=True, text=True, timeout=60, env=env)
+    result = subprocess.run(
+        [sys.executable, "-m", "pimem_index", "serve", "--db", str(folder), "--port", str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert result.returncode == 1
-    assert result.stderr == (f"Error: {folder} is a folder; --db takes the index file "
-                             f"(e.g. --db {folder / 'history.sqlite'})\n")
+    assert result.stderr == (
+        f"Error: {folder} is a folder; --db takes the index file (e.g. --db {folder / 'history.sqlite'})\n"
+    )
     assert "Uvicorn running" not in result.stdout and list(folder.iterdir()) == []

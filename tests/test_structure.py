@@ -22,7 +22,7 @@ def import_cycles(graph: grimp.ImportGraph) -> list[list[str]]:
         path.append(module)
         for imported in imports[module]:
             if state.get(imported) == "open":
-                cycles.append(path[path.index(imported):] + [imported])
+                cycles.append(path[path.index(imported) :] + [imported])
             elif imported not in state:
                 walk(imported)
         path.pop()

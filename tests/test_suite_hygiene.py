@@ -28,16 +28,15 @@ def imported_test_modules(source: str, modules: set[str]) -> list[str]:
 
 def test_no_test_module_or_helper_imports_a_test_module():
     modules = suite_modules()
-    offenders = {path.name: imported_test_modules(path.read_text(), modules)
-                 for path in sorted(TESTS.glob("*.py"))}
+    offenders = {path.name: imported_test_modules(path.read_text(), modules) for path in sorted(TESTS.glob("*.py"))}
     assert {name: found for name, found in offenders.items() if found} == {}
 
 
 def test_an_import_of_a_test_module_is_found_wherever_it_is_written():
     modules = {"test_indexer", "test_serve"}
-    source = ("from test_indexer import vocab\n"
-              "import test_serve as served\n"
-              "def later():\n    from test_serve import Server\n")
+    source = (
+        "from test_indexer import vocab\nimport test_serve as served\ndef later():\n    from test_serve import Server\n"
+    )
     assert imported_test_modules(source, modules) == ["test_indexer", "test_serve", "test_serve"]
     helpers = "from indexed import vocab\nimport servers\nfrom pimem_index import indexer\n"
     assert imported_test_modules(helpers, modules) == []

@@ -52,8 +52,9 @@ def parsed_by(paths: list[Path], *args) -> object:
 def parsers(paths: list[Path], processes: int) -> list[list[Path]]:
     """The journals each parsing process parsed, in the order the processes took their first one."""
     shares: dict[int, list[Path]] = {}
-    for kind, path, pid in workers.in_processes(parsed_by, paths, (), processes=processes,
-                                                message_bytes=1, ahead_bytes=1):
+    for kind, path, pid in workers.in_processes(
+        parsed_by, paths, (), processes=processes, message_bytes=1, ahead_bytes=1
+    ):
         if kind == "work":
             shares.setdefault(pid, []).append(path)
     assert os.getpid() not in shares  # parsed beside the writer, not in it
@@ -69,10 +70,10 @@ def test_journals_are_shared_out_by_size_so_each_process_keeps_pace(tmp_path):
 @pytest.mark.parametrize("processes", [1, 2, 3])
 def test_items_come_back_in_path_order_however_many_processes_parse(tmp_path, processes):
     paths = journals(tmp_path, [500, 20, 20, 300, 20, 20, 20])
-    items = list(workers.in_processes(numbered, paths, (), processes=processes,
-                                      message_bytes=1, ahead_bytes=1))
+    items = list(workers.in_processes(numbered, paths, (), processes=processes, message_bytes=1, ahead_bytes=1))
     assert [(kind, path) for kind, path, _ in items] == [
-        (kind, path) for path in paths for kind in ("work", "batch", "end")]
+        (kind, path) for path in paths for kind in ("work", "batch", "end")
+    ]
     assert not [kind for kind, _, _ in items if kind in ("ready", "done")]
 
 
@@ -82,8 +83,9 @@ def test_an_error_in_a_parsing_process_is_raised_in_the_writer_after_the_journal
     broken.write_bytes(b"x")
     seen = []
     with pytest.raises(ValueError, match="cannot parse broken") as raised:
-        for _kind, path, _ in workers.in_processes(numbered, [*paths, broken], (),
-                                                   processes=2, message_bytes=1, ahead_bytes=1):
+        for _kind, path, _ in workers.in_processes(
+            numbered, [*paths, broken], (), processes=2, message_bytes=1, ahead_bytes=1
+        ):
             seen.append(path)
     assert set(seen) == set(paths) and broken not in seen
     assert "(in the process parsing journals)" in "".join(raised.value.__notes__)
@@ -140,8 +142,9 @@ def taken_by_the_writer(produce, paths: list[Path], args: tuple = (), *, message
     the writer took."""
     taken = multiprocessing.get_context("fork").Value("i", 0)
     items = []
-    for item in workers.in_processes(produce, paths, (taken, *args), processes=1, message_bytes=message_bytes,
-                                     ahead_bytes=1, start_method="fork"):
+    for item in workers.in_processes(
+        produce, paths, (taken, *args), processes=1, message_bytes=message_bytes, ahead_bytes=1, start_method="fork"
+    ):
         items.append(item)
         taken.value += 1
     return items
@@ -204,8 +207,15 @@ def test_a_full_message_goes_at_once_not_when_the_next_item_is_parsed(tmp_path):
     writer_has_it = multiprocessing.get_context("fork").Event()
     paths = journals(tmp_path, [10])
     batches = []
-    for kind, _path, batch in workers.in_processes(a_batch_then_a_wait, paths, (writer_has_it,), processes=1,
-                                                   message_bytes=1_000_000, ahead_bytes=1, start_method="fork"):
+    for kind, _path, batch in workers.in_processes(
+        a_batch_then_a_wait,
+        paths,
+        (writer_has_it,),
+        processes=1,
+        message_bytes=1_000_000,
+        ahead_bytes=1,
+        start_method="fork",
+    ):
         if kind == "batch":
             batches.append(batch)
             writer_has_it.set()
