@@ -303,3 +303,12 @@ async def test_every_key_of_a_real_api_reply_is_in_the_api_page_and_no_other(ds,
     documented = documented_keys((DOCS / "api.md").read_text())
     assert real - documented == set()
     assert documented - real == set()  # a key the replies no longer have is not still shown
+
+
+def test_every_module_of_both_packages_is_in_the_design_page():
+    design = (DOCS / "design.md").read_text()
+    for package in ("pimem_index", "datasette_pi_memory"):
+        modules = {p.stem for p in (DOCS.parent / package).glob("*.py") if not p.stem.startswith("_")}
+        assert modules, package
+        missing = {m for m in modules if f"`{m}`" not in design}
+        assert missing == set(), f"{package} modules missing from docs/design.md: {sorted(missing)}"
