@@ -186,6 +186,7 @@ def _ranked(conn, terms: list[str], op: str, scope: Scope, where: str, params: l
     """
     count, average = _collection_stats(conn)
     weights = [_idf(conn, t, count) for t in terms]
+    held_params: list[object]
     if op == "AND":
         held, held_params = "?", [sum(weights)]
     else:
