@@ -628,7 +628,7 @@ def _merge_settings(conn: db.Connection, bulk: bool) -> None:
     if (current.get("automerge", 4), current.get("crisismerge", 16)) == wanted:
         return
     with db.write(conn):
-        for key, value in zip(("automerge", "crisismerge"), wanted):
+        for key, value in zip(("automerge", "crisismerge"), wanted, strict=True):
             conn.execute("INSERT INTO entries_fts (entries_fts, rank) VALUES (?, ?)", (key, value))
 
 

@@ -133,7 +133,7 @@ def in_processes(
     """
     processes = max(1, min(processes, len(paths)))
     owners = _share_out(paths, processes)
-    shares = [[p for p, o in zip(paths, owners) if o == k] for k in range(processes)]
+    shares = [[p for p, o in zip(paths, owners, strict=True) if o == k] for k in range(processes)]
     streams: list[_Stream] = []
     try:
         for share in shares:  # one by one, so those started are stopped if the next cannot be
