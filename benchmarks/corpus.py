@@ -309,7 +309,7 @@ def make_secret(rng: random.Random, kind: str) -> tuple[str, str]:
         return f"DB_HOST=localhost\nDB_USER=app\npassword={value}\nDB_NAME=prod", value
     if kind == "api_key_json":
         value = _rand(rng, ALNUM, 32)
-        return '{"service": "mailer", "api_key": "%s", "timeout": 30}' % value, value
+        return f'{{"service": "mailer", "api_key": "{value}", "timeout": 30}}', value
     if kind == "bearer":
         value = _rand(rng, ALNUM, 40)
         return f"curl -H 'Authorization: Bearer {value}' https://api.example.com/v1/me", value
@@ -735,7 +735,10 @@ class Session:
             name = "edit"
             if rng.random() < 0.05:
                 is_error = True
-                text = f"Could not find the exact text in {path}. The old text must match exactly including all whitespace and newlines."
+                text = (
+                    f"Could not find the exact text in {path}. "
+                    "The old text must match exactly including all whitespace and newlines."
+                )
         else:
             path, doc = pool.code_doc(rng)
             content = TextPool.window(doc, rng, min(int(rng.lognormvariate(8.3, 1.0)), 40_000))
@@ -1258,9 +1261,7 @@ def generate(
     now_ms = (
         today_ms()
         if now is None
-        else int(
-            dt.datetime.fromisoformat(now.replace("Z", "+00:00")).replace(tzinfo=dt.UTC).timestamp() * 1000
-        )
+        else int(dt.datetime.fromisoformat(now.replace("Z", "+00:00")).replace(tzinfo=dt.UTC).timestamp() * 1000)
     )
     return Generator(out, parse_size(size_bytes), seed, now_ms).generate()
 
@@ -1278,10 +1279,12 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(problems) or "ok")
         return 1 if problems else 0
     m = generate(args.outdir, args.size, args.seed, args.now)
+    pool = m["text_pool"]
     print(
         f"{m['files_count']} journals, {m['bytes'] / MB:.1f} MB in {m['seconds']:.1f} s "
-        f"({m['bytes'] / MB / max(m['seconds'], 1e-9):.1f} MB/s); text pool {m['text_pool']['code_docs'] + m['text_pool']['prose_docs']} docs "
-        f"in {m['text_pool']['seconds']:.1f} s; entries {m['entries_by_kind']}; needles {len(m['needles'])}, secrets {len(m['secrets'])}; "
+        f"({m['bytes'] / MB / max(m['seconds'], 1e-9):.1f} MB/s); "
+        f"text pool {pool['code_docs'] + pool['prose_docs']} docs in {pool['seconds']:.1f} s; "
+        f"entries {m['entries_by_kind']}; needles {len(m['needles'])}, secrets {len(m['secrets'])}; "
         f"indexable ~{m['indexable_chars_estimate'] / max(m['bytes'], 1):.0%} of bytes"
     )
     return 0

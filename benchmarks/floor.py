@@ -347,8 +347,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"extract: {r['extract_seconds']:.2f} s = {r['extract_mb_per_s']} MB/s of journal")
         if r["redact_seconds"] is not None:
             print(
-                f"redact (pimem_index.redact, timed apart): {r['redact_seconds']:.2f} s = {r['redact_mb_per_s']} MB/s of journal; "
-                f"read+parse+redact {r['parse_redact_mb_per_s']} MB/s"
+                f"redact (pimem_index.redact, timed apart): {r['redact_seconds']:.2f} s = "
+                f"{r['redact_mb_per_s']} MB/s of journal; read+parse+redact {r['parse_redact_mb_per_s']} MB/s"
             )
         print(
             f"FTS5 inserts: {r['insert_seconds']:.2f} s = {r['floor_mb_per_s']} MB/s of journal "
@@ -357,7 +357,8 @@ def main(argv: list[str] | None = None) -> int:
         if r["optimize_seconds"] is not None:
             print(
                 f"optimize: {r['optimize_seconds']:.2f} s; with it {r['floor_with_optimize_mb_per_s']} MB/s; "
-                f"FTS {r['fts_bytes'] / MB:.1f} MB -> {r['fts_bytes_optimized'] / MB:.1f} MB ({r['fts_share']:.1%} of journal)"
+                f"FTS {r['fts_bytes'] / MB:.1f} MB -> {r['fts_bytes_optimized'] / MB:.1f} MB "
+                f"({r['fts_share']:.1%} of journal)"
             )
         print(f"peak RSS {r['peak_rss_mb']} MB")
     return 0

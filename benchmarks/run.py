@@ -332,7 +332,8 @@ class Bench:
         )
         self.manifest = json.loads((path / "manifest.json").read_text())
         self.log(
-            f"  {self.manifest['files_count']} journals, {self.manifest['bytes'] / MB:.1f} MB in {time.perf_counter() - t:.1f} s"
+            f"  {self.manifest['files_count']} journals, {self.manifest['bytes'] / MB:.1f} MB "
+            f"in {time.perf_counter() - t:.1f} s"
         )
         self.details["corpus_generate_seconds"] = round(time.perf_counter() - t, 2)
         return path
@@ -396,8 +397,9 @@ class Bench:
         res["db_bytes_files"] = db_files_bytes(db_path)
         res.update(self.db_stats(db_path))
         self.log(
-            f"  cold index: {res['wall_seconds']:.1f} s wall = {res['mb_s_wall']} MB/s; peak RSS {res['peak_rss_mb']} MB "
-            f"(tree {res['peak_tree_rss_mb']} MB); CPU {res['cpu_per_wall']} cores; index {res['db_bytes_files'] / MB:.1f} MB on disk"
+            f"  cold index: {res['wall_seconds']:.1f} s wall = {res['mb_s_wall']} MB/s; "
+            f"peak RSS {res['peak_rss_mb']} MB (tree {res['peak_tree_rss_mb']} MB); CPU {res['cpu_per_wall']} cores; "
+            f"index {res['db_bytes_files'] / MB:.1f} MB on disk"
         )
         return res
 
@@ -632,7 +634,8 @@ class Bench:
             self.metrics["read_p50_ms"] = ms(pct(rtimes, 0.5))
             self.details["read_p95_ms"] = ms(pct(rtimes, 0.95))
             self.log(
-                f"  read ({len(rtimes)} calls): p50 {self.metrics['read_p50_ms']} ms, p95 {self.details['read_p95_ms']} ms"
+                f"  read ({len(rtimes)} calls): p50 {self.metrics['read_p50_ms']} ms, "
+                f"p95 {self.details['read_p95_ms']} ms"
             )
         conn.close()
 
@@ -671,7 +674,7 @@ class Bench:
             last_id = f"{rng.getrandbits(32):08x}"
             times = []
             misses = 0
-            for i in range(self.args.fresh_runs):
+            for _run in range(self.args.fresh_runs):
                 word = "frsh" + "".join(rng.choice("bdfgklmnprstvz") + rng.choice("aeiou") for _ in range(4))
                 eid = f"{rng.getrandbits(32):08x}"
                 now = time.time()
@@ -709,8 +712,9 @@ class Bench:
                 "misses": misses,
             }
             self.log(
-                f"  fresh ({label} journal, {f['bytes'] / MB:.1f} MB): append -> searchable p50 {out[label]['p50_ms']} ms, "
-                f"max {out[label]['max_ms']} ms, misses {misses}/{len(times)}"
+                f"  fresh ({label} journal, {f['bytes'] / MB:.1f} MB): "
+                f"append -> searchable p50 {out[label]['p50_ms']} ms, max {out[label]['max_ms']} ms, "
+                f"misses {misses}/{len(times)}"
             )
         conn.close()
         self.metrics["fresh_ms_p50"] = ms(pct(all_times, 0.5))
@@ -1198,7 +1202,8 @@ def print_table(result: dict, previous: dict | None) -> None:
         print("\nWARNING: pimem_index or datasette_pi_memory changed during this run: the figures mix code versions")
     print(
         f"\ncorpus {c['bytes'] / MB:.1f} MB, {c['journals']} journals; machine {result['machine']['cpus']} cores "
-        f"({result['machine']['cpu']}), load at end {result['machine']['loadavg_end']}; SQLite {result['machine']['sqlite']}"
+        f"({result['machine']['cpu']}), load at end {result['machine']['loadavg_end']}; "
+        f"SQLite {result['machine']['sqlite']}"
     )
 
 

@@ -83,7 +83,7 @@ def _deny(datasette, action: str, names: list[str], reason: str) -> PermissionSQ
     sql = " UNION ALL ".join(
         f"SELECT :{key}_db{i} AS parent, NULL AS child, 0 AS allow, :{key}_reason AS reason" for i in range(len(names))
     )
-    children = _CHILDREN.get(getattr(datasette.actions[action].resource_class, "name", None))
+    children = _CHILDREN.get(getattr(datasette.actions[action].resource_class, "name", ""))
     if children:
         sql += (
             f" UNION ALL SELECT parent, child, 0 AS allow, :{key}_reason AS reason FROM ({children}) "

@@ -39,11 +39,11 @@ async def _supervise(datasette, locations) -> None:
     failures = 0
     cmd = watch_command(locations, INTERVAL_SECONDS)
     while id(datasette) not in _stopping:
-        kwargs = {}
-        if sys.platform.startswith("linux"):
-            kwargs["preexec_fn"] = _die_with_parent
         proc = await asyncio.create_subprocess_exec(
-            *cmd, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, **kwargs
+            *cmd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
         )
         _children[id(datasette)] = proc
         try:

@@ -77,8 +77,7 @@ def activity_svg(days: list[dict], width: int = 720, height: int = 140) -> Marku
             f"<title>{escape(label)}</title></rect>"
         )
         if (d["day"].endswith("-01") or i == 0) and x < width - 60:
-            parts.append(
-                f'<text x="{x:.1f}" y="{height - 6}" font-size="10" fill="#666">{escape(d["day"][:7] if i else d["day"])}</text>'
-            )
+            day = d["day"][:7] if i else d["day"]
+            parts.append(f'<text x="{x:.1f}" y="{height - 6}" font-size="10" fill="#666">{escape(day)}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))

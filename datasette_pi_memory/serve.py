@@ -49,6 +49,7 @@ def ensure_secret(locations: Locations) -> str:
             if path.stat().st_mode & 0o077:
                 os.chmod(path, 0o600)
             return value
+        tmp: str | None
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".secret-")
         try:
             os.fchmod(fd, 0o600)

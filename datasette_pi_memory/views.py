@@ -143,15 +143,16 @@ async def index_page(datasette, request):
 
 
 def _search_page_data(conn, locations, action, params: dict, max_scope, searched: bool):
-    out = {"projects": browse.projects(conn, limit=200), "reply": None, "error": None}
-    if params["scope"] == "project" and not params["cwd"] and out["projects"]:
-        params["cwd"] = out["projects"][0]["cwd"]
+    projects = browse.projects(conn, limit=200)
+    if params["scope"] == "project" and not params["cwd"] and projects:
+        params["cwd"] = projects[0]["cwd"]
+    reply, error = None, None
     if searched:
         try:
-            out["reply"] = api.call(conn, locations, action, params, max_scope)
+            reply = api.call(conn, locations, action, params, max_scope)
         except UserError as e:
-            out["error"] = str(e)
-    return out
+            error = str(e)
+    return {"projects": projects, "reply": reply, "error": error}
 
 
 async def search_page(datasette, request):

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-try:  # Datasette and sqlite-utils prefer pysqlite3 when it is installed; match them.
-    import pysqlite3.dbapi2 as sqlite3
-except ImportError:  # pragma: no cover - platforms without the wheel
-    import sqlite3  # type: ignore[no-redef]
-
 import errno
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pysqlite3 ships no types; it is the standard library's module built with a newer SQLite
+    import sqlite3
+else:
+    try:  # Datasette and sqlite-utils prefer pysqlite3 when it is installed; match them.
+        import pysqlite3.dbapi2 as sqlite3
+    except ImportError:  # pragma: no cover - platforms without the wheel
+        import sqlite3
 
 from .errors import UserError
 
@@ -85,7 +89,7 @@ _OS_KINDS = {
 def _error_kind(error: BaseException) -> str | None:
     """The kind of a SQLite error (from its primary result code) or of an OSError (its errno)."""
     if isinstance(error, OSError):
-        return _OS_KINDS.get(error.errno)
+        return _OS_KINDS.get(error.errno) if error.errno is not None else None
     code = getattr(error, "sqlite_errorcode", None)
     return _SQLITE_KINDS.get(code & 0xFF) if isinstance(code, int) else None
 

@@ -59,7 +59,7 @@ def forget_entry(conn: db.Connection, locations: Locations, entry_id: str, sessi
     """Record and apply forgetting one entry."""
     row = _find_entry(conn, entry_id, session_id)
     text = reread(conn, row, locations)  # the one place that rereads and checks a line
-    record = {"action": "forget", "session_id": row.session_id, "entry_id": entry_id, "at": _now()}
+    record: dict[str, object] = {"action": "forget", "session_id": row.session_id, "entry_id": entry_id, "at": _now()}
     if text is not None:
         record["text_fingerprint"] = text_fingerprint(
             journal.Entry(id=entry_id, parent_id=None, timestamp=None, kind=row.kind, role=None, tool=None, text=text)

@@ -97,7 +97,7 @@ def load(memory_dir: Path | None = None) -> Forgotten:
             elif rec.get("action") == "unforget":
                 active.pop(k, None)
     for rec in active.values():
-        sid = rec.get("session_id")
+        sid = rec["session_id"]  # a str: `_decision` checked it
         if rec.get("entry_id") is None:
             state.sessions.add(sid)
         else:

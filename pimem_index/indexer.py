@@ -19,7 +19,7 @@ import functools
 import itertools
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -256,9 +256,12 @@ def _apply(
         with _journal_trouble(work.path):
             report.removed += forget_journal(conn, work.path)
         return
+    st = work.st
+    if st is None:  # deciding its work failed before the journal was opened: its one batch says why
+        raise JournalFailed(work.path, work.failure or "the journal could not be opened")
     if work.forget_as is not None:
         with db.write(conn):
-            forgotten_set.bury_journal(conn, work.path, work.forget_as[0], work.st.st_ino, *work.forget_as[1:])
+            forgotten_set.bury_journal(conn, work.path, work.forget_as[0], st.st_ino, *work.forget_as[1:])
         return
     reset = work.reset
     expected = None if row is None else (row.id, row.cursor)
@@ -268,7 +271,7 @@ def _apply(
             if batch.failure is not None:
                 raise JournalFailed(work.path, batch.failure)
             with _journal_trouble(work.path):
-                file_id = _write_batch(conn, work.path, work.st, batch, expected, reset)
+                file_id = _write_batch(conn, work.path, st, batch, expected, reset)
             transactions.wrote(batch.text_bytes)
             if after_batch is not None:
                 after_batch(batch)
@@ -282,14 +285,12 @@ def _apply(
             expected = (file_id, batch.end)
     if reset:
         with _journal_trouble(work.path):
-            _write_batch(
-                conn, work.path, work.st, parsing.Batch(start=0, end=0, lines=0, complete=True), expected, True
-            )
+            _write_batch(conn, work.path, st, parsing.Batch(start=0, end=0, lines=0, complete=True), expected, True)
         report.reindexed += 1
         touched = True
-    elif row is not None and not touched and (work.st.st_size != row.size or work.st.st_mtime != row.mtime):
+    elif row is not None and not touched and (st.st_size != row.size or st.st_mtime != row.mtime):
         with _journal_trouble(work.path):
-            _touch(conn, row.id, work.st, row.cursor)
+            _touch(conn, row.id, st, row.cursor)
     if touched:
         report.files += 1
 
@@ -335,8 +336,12 @@ def _touch(conn: db.Connection, file_id: int, st: os.stat_result, cursor: int) -
 
 
 def _from_processes(
-    paths: list[Path], rows: dict[str, tuple], forgotten: Forgotten, gone: dict[str, tuple], settings: IndexSettings
-) -> Iterator[tuple]:
+    paths: list[Path],
+    rows: dict[str, parsing.FileRow],
+    forgotten: Forgotten,
+    gone: dict[str, forgotten_set.ForgottenJournal],
+    settings: IndexSettings,
+) -> Generator[tuple, None, None]:
     """`parsing.produce`'s items, parsed and redacted in processes beside this one (a bulk pass)."""
     items = workers.in_processes(
         parsing.produce,
@@ -623,16 +628,16 @@ def _merge_settings(conn: db.Connection, bulk: bool) -> None:
     if (current.get("automerge", 4), current.get("crisismerge", 16)) == wanted:
         return
     with db.write(conn):
-        for key, value in zip(("automerge", "crisismerge"), wanted):
+        for key, value in zip(("automerge", "crisismerge"), wanted, strict=True):
             conn.execute("INSERT INTO entries_fts (entries_fts, rank) VALUES (?, ?)", (key, value))
 
 
 def _pipelined(
     conn: db.Connection,
     paths: list[Path],
-    rows: dict[str, tuple],
+    rows: dict[str, parsing.FileRow],
     forgotten: Forgotten,
-    gone: dict[str, tuple],
+    gone: dict[str, forgotten_set.ForgottenJournal],
     report: IndexReport,
     failures: Failures,
     settings: IndexSettings,

@@ -58,7 +58,9 @@ def temp_roots() -> list[str]:
 
 
 def _under(path: str | None, roots: list[str]) -> bool:
-    return bool(path) and any(path == r or path.startswith(r + "/") for r in roots)
+    if not path:
+        return False
+    return any(path == r or path.startswith(r + "/") for r in roots)
 
 
 def junk_reason(cwd: str | None, compactions: int, messages_in: int, replies: int) -> str | None:

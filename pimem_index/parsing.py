@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from . import journal, store
 from .forgotten import Forgotten, ForgottenJournal
@@ -131,8 +131,10 @@ def _needs_reset(row: FileRow, st: os.stat_result, fh) -> bool:
         return True
     if row.head_length is not None and (journal.fingerprint(_read_at(fh, 0, row.head_length)) != row.head_fingerprint):
         return True
-    if row.tail_length is not None and (
-        journal.fingerprint(_read_at(fh, row.tail_offset, row.tail_length)) != row.tail_fingerprint
+    if (
+        row.tail_offset is not None
+        and row.tail_length is not None
+        and (journal.fingerprint(_read_at(fh, row.tail_offset, row.tail_length)) != row.tail_fingerprint)
     ):
         return True
     return False
@@ -144,7 +146,7 @@ class Work:
 
     path: str
     row: FileRow | None
-    fh: object = None
+    fh: BinaryIO | None = None
     st: os.stat_result | None = None
     reset: bool = False
     start: int = 0
@@ -168,6 +170,8 @@ class Work:
             return iter((Batch(start=self.start, end=self.start, lines=0, failure=self.failure),))
         if self.missing or self.forget_as is not None:
             return iter(())
+        if self.fh is None or self.st is None or self.forgotten is None:
+            raise ValueError(f"{self.path}: a detached Work has no file to read (read the one prepare returned)")
         return _failure_last(
             _batches(
                 self.fh,

@@ -186,6 +186,7 @@ def _ranked(conn, terms: list[str], op: str, scope: Scope, where: str, params: l
     """
     count, average = _collection_stats(conn)
     weights = [_idf(conn, t, count) for t in terms]
+    held_params: list[object]
     if op == "AND":
         held, held_params = "?", [sum(weights)]
     else:
@@ -193,7 +194,7 @@ def _ranked(conn, terms: list[str], op: str, scope: Scope, where: str, params: l
             "(CASE WHEN e.rowid IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?) THEN ? ELSE 0 END)"
             for _ in terms
         )
-        held_params = [p for t, w in zip(terms, weights) for p in (f'"{t}"', w)]
+        held_params = [p for t, w in zip(terms, weights, strict=True) for p in (f'"{t}"', w)]
     score = f"({held}) * {BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * e.chars / ?))"
     rows = conn.execute(
         f"SELECT {ENTRY_COLUMNS}, {score} AS score FROM entries_fts "

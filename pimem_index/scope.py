@@ -77,11 +77,19 @@ class Scope:
     session_id: str | None = None
     exact: bool = False
 
+    def __post_init__(self) -> None:
+        """A session scope names its session and a project scope its root: the rule compares them."""
+        if self.name == "session" and not self.session_id:
+            raise ValueError("a session scope needs its session_id, e.g. Scope('session', session_id='0b6e6f2c-...')")
+        if self.name == "project" and not self.root:
+            raise ValueError("a project scope needs its root, e.g. Scope('project', root='/home/u/Apps/prjct')")
+
     def predicate(self) -> tuple[str, list]:
         """SQL over `files f` (and `e`) that keeps this scope's entries: the one scope rule."""
         if self.name == "session":
             return "e.file_id IN (SELECT id FROM files WHERE session_id = ?)", [self.session_id]
         if self.name == "project":
+            assert self.root is not None  # __post_init__
             if self.exact:
                 return "e.file_id IN (SELECT id FROM files WHERE cwd = ?)", [self.root]
             return (
@@ -96,8 +104,10 @@ class Scope:
         It narrows what FTS5 ranks to this scope's matches; the SQL predicate stays the rule.
         """
         if self.name == "session":
+            assert self.session_id is not None  # __post_init__
             return store.scope_token("s", self.session_id)
         if self.name == "project":
+            assert self.root is not None  # __post_init__
             return store.scope_token("c" if self.exact else "p", self.root.rstrip("/") or "/")
         return None
 

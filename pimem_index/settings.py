@@ -13,7 +13,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+
+StartMethod = Literal["fork", "spawn"]  # how parsing processes start (multiprocessing's names)
 
 # A full batch holds this much text or these entries.
 BATCH_TEXT_BYTES = 8 * 1024 * 1024
@@ -53,7 +55,7 @@ class IndexSettings:
     message_text_bytes: int = MESSAGE_TEXT_BYTES
     ahead_text_bytes: int = AHEAD_TEXT_BYTES
     processes: int | None = None  # parsing processes of a bulk pass; None: one per core, up to two
-    start_method: str | None = None  # "fork" or "spawn"; None: fork unless this process has threads
+    start_method: StartMethod | None = None  # None: fork unless this process has threads
     after_batch: Callable[[Any], None] | None = None
 
     def for_parsing(self) -> IndexSettings:

@@ -17,9 +17,13 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
+from multiprocessing.context import ForkContext, SpawnContext
 from pathlib import Path
+from typing import Generic, TypeVar
+
+from .settings import StartMethod
 
 # How often the writer checks that a parsing process is alive, and a process its parent.
 POLL_SECONDS = 1.0
@@ -37,6 +41,7 @@ RARE_GC_THRESHOLD = (100_000, 50, 100)
 ITEM_ENDS = ("skip", "end")
 
 Producer = Callable[..., Iterator[tuple]]  # produce(paths, *args)
+T = TypeVar("T")
 
 
 class ParserStopped(RuntimeError):
@@ -52,7 +57,7 @@ def process_count() -> int:
     return max(1, min(MAX_PROCESSES, cores))
 
 
-def _start_method() -> str:
+def _start_method() -> StartMethod:
     """Fork when this process runs one thread (ready in about 20 ms, with nothing to import
     again); spawn otherwise (about 230 ms), since forking a process with threads can copy a lock
     some other thread holds. A forked child must not use SQLite at all (a connection must not
@@ -67,7 +72,7 @@ def text_bytes(item: tuple) -> int:
     return getattr(item[2], "text_bytes", 0)
 
 
-def in_thread(items: Iterator[tuple], ahead_bytes: int) -> Iterator[tuple]:
+def in_thread(items: Iterator[T], ahead_bytes: int) -> Generator[T, None, None]:
     """Run `items` (parsing and redacting) in a thread, up to `ahead_bytes` of text ahead.
 
     SQLite releases the GIL while it writes, so parsing overlaps the FTS5 inserts. The
@@ -78,28 +83,31 @@ def in_thread(items: Iterator[tuple], ahead_bytes: int) -> Iterator[tuple]:
     def size(item) -> int:  # an item of a pass, or a batch of one journal (1 at least: never free)
         return getattr(item[2] if isinstance(item, tuple) else item, "text_bytes", 0) + 1
 
-    buffer = _BoundedQueue(ahead_bytes, size)
-    done = object()
+    buffer: _BoundedQueue[T | _Done | BaseException] = _BoundedQueue(ahead_bytes, size)
 
     def produce():
         try:
             for item in items:
                 if not buffer.put(item):
                     return
-            buffer.put(done)
+            buffer.put(_Done())
         except BaseException as e:  # handed to the consumer, raised there
             buffer.put(e)
 
     worker = threading.Thread(target=produce, daemon=True, name="pimem-parse")
     worker.start()
     try:
-        while (item := buffer.get()) is not done:
+        while not isinstance(item := buffer.get(), _Done):
             if isinstance(item, BaseException):
                 raise item
             yield item
     finally:
         buffer.stop()
         worker.join()
+
+
+class _Done:
+    """The end of a thread's items, queued after the last one."""
 
 
 def in_processes(
@@ -110,8 +118,8 @@ def in_processes(
     processes: int,
     message_bytes: int,
     ahead_bytes: int,
-    start_method: str | None = None,
-) -> Iterator[tuple]:
+    start_method: StartMethod | None = None,
+) -> Generator[tuple, None, None]:
     """`produce(paths, *args)`'s items in path order, parsed in up to `processes` processes.
 
     The journals are shared out by size, each process parses its share in order, and items
@@ -125,7 +133,7 @@ def in_processes(
     """
     processes = max(1, min(processes, len(paths)))
     owners = _share_out(paths, processes)
-    shares = [[p for p, o in zip(paths, owners) if o == k] for k in range(processes)]
+    shares = [[p for p, o in zip(paths, owners, strict=True) if o == k] for k in range(processes)]
     streams: list[_Stream] = []
     try:
         for share in shares:  # one by one, so those started are stopped if the next cannot be
@@ -169,9 +177,9 @@ class _Stream:
     """One parsing process and the items it has sent that the writer has not taken yet."""
 
     def __init__(
-        self, produce: Producer, paths: list[Path], args: tuple, message_bytes: int, start_method: str
+        self, produce: Producer, paths: list[Path], args: tuple, message_bytes: int, start_method: StartMethod
     ) -> None:
-        ctx = multiprocessing.get_context(start_method)
+        ctx = _context(start_method)
         self.receiver, sender = ctx.Pipe(duplex=False)
         try:  # fewer, larger reads than the default 64 KiB pipe allows (Linux only)
             import fcntl
@@ -236,6 +244,11 @@ class _Stream:
         self.process.close()
 
 
+def _context(start_method: StartMethod) -> ForkContext | SpawnContext:
+    """multiprocessing's context for `start_method` (typeshed's get_context(str) gives one without Process)."""
+    return multiprocessing.get_context("fork") if start_method == "fork" else multiprocessing.get_context("spawn")
+
+
 def _child_main(sender, produce: Producer, paths: list[Path], args: tuple, parent: int, message_bytes: int) -> None:
     """A parsing process: says it is ready, runs `produce`, sends its items in messages (a small first one).
 
@@ -246,7 +259,7 @@ def _child_main(sender, produce: Producer, paths: list[Path], args: tuple, paren
     _return_large_blocks()
     _yield_to_the_writer()
     threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
-    outbox = _BoundedQueue(QUEUED_BYTES, lambda data: len(data or b"") + 1)
+    outbox: _BoundedQueue[bytes | None] = _BoundedQueue(QUEUED_BYTES, lambda data: len(data or b"") + 1)
 
     def send() -> None:
         try:
@@ -276,20 +289,20 @@ def _child_main(sender, produce: Producer, paths: list[Path], args: tuple, paren
     sender.close()
 
 
-class _BoundedQueue:
+class _BoundedQueue(Generic[T]):
     """A queue between two threads bounded in bytes (`size` of each item): `put` waits while
     it holds `limit` or more, so one item of any size always fits; `stop` releases a waiting
     `put`, which then returns False."""
 
-    def __init__(self, limit: int, size: Callable[[object], int]) -> None:
+    def __init__(self, limit: int, size: Callable[[T], int]) -> None:
         self.limit = limit
         self.size = size
-        self.queued: collections.deque = collections.deque()
+        self.queued: collections.deque[T] = collections.deque()
         self.bytes = 0
         self.stopped = False
         self.changed = threading.Condition()
 
-    def put(self, item) -> bool:
+    def put(self, item: T) -> bool:
         with self.changed:
             while self.bytes >= self.limit and not self.stopped:
                 self.changed.wait()
@@ -300,7 +313,7 @@ class _BoundedQueue:
             self.changed.notify_all()
             return True
 
-    def get(self):
+    def get(self) -> T:
         with self.changed:
             while not self.queued:
                 self.changed.wait()

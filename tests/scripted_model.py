@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 MODEL_ID = "scripted-model"
 PROVIDER = "scripted"
@@ -62,7 +62,7 @@ class ToolCalls:
     usage: dict[str, int] | None = None
 
 
-Turn = Union[Text, ToolCalls, Callable[[dict], Text | ToolCalls]]
+Turn = Text | ToolCalls | Callable[[dict], Text | ToolCalls]
 
 _ids = itertools.count(1)
 
@@ -323,7 +323,8 @@ def find_pi() -> tuple[Path | None, str]:
     if node is None:
         return (
             None,
-            "node is not installed (Pi needs Node 20.6+): install nodejs, then `npm ci --prefix pimem_index/pi_extension`",
+            "node is not installed (Pi needs Node 20.6+): "
+            "install nodejs, then `npm ci --prefix pimem_index/pi_extension`",
         )
     try:
         version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()

@@ -208,7 +208,8 @@ class Stack:
                 last = str(exc)
             time.sleep(0.3)
         pytest.fail(
-            f"pimem serve did not answer on {self.url} within {SERVER_START_TIMEOUT}s ({last}):\n{_tail(self.server_log)}"
+            f"pimem serve did not answer on {self.url} within {SERVER_START_TIMEOUT}s ({last}):\n"
+            f"{_tail(self.server_log)}"
         )
 
     def wait_indexed(self, sessions: int, timeout: float = 20) -> None:

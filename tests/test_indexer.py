@@ -20,7 +20,8 @@ from indexed import entry_count, snapshot, vocab
 from passes import StopAfter, Watch, bulk_settings, small_batches, threaded_or_bulk
 from pijournal import make_corpus
 
-from pimem_index import indexer, lease, query, store
+from pimem_index import indexer, lease, parsing, query, store
+from pimem_index.forgotten import Forgotten
 from pimem_index.indexer import index_all, index_journal
 from pimem_index.settings import IndexSettings
 
@@ -807,3 +808,14 @@ def test_a_journal_an_older_index_recorded_as_read_to_its_end_while_half_read_is
     index_all(conn, locations)  # remembers the new size
     report = index_all(conn, locations)
     assert report.files == 0 and report.bytes_read == 0 and entry_count(conn) == 60 * 3
+
+
+def test_a_detached_work_refuses_to_read_rather_than_fail_its_journal(new_journal):
+    j = new_journal()
+    j.user("a line to read")
+    with parsing.prepare(None, str(j.path), Forgotten()) as work:
+        assert work is not None
+        with pytest.raises(ValueError, match="detached Work has no file"):
+            work.detached().batches()
+        batches = list(work.batches())
+    assert [b.failure for b in batches] == [None] and batches[0].rows

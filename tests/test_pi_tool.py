@@ -92,7 +92,9 @@ const input = JSON.parse(readFileSync(0, "utf8"));
 const pi = await import(pathToFileURL(join(input.pkg, "dist", "index.js")).href);
 const loaded = await pi.discoverAndLoadExtensions([], input.cwd, input.agentDir);
 if (loaded.errors.length) throw new Error(JSON.stringify(loaded.errors));
-const tool = loaded.extensions.flatMap((e) => [...e.tools.values()]).find((t) => t.definition.name === "memory_context");
+const tool = loaded.extensions
+  .flatMap((e) => [...e.tools.values()])
+  .find((t) => t.definition.name === "memory_context");
 const out = [];
 for (const call of input.calls) {
   const ctx = { cwd: input.cwd, sessionManager: { getSessionFile: () => call.journal ?? undefined } };

@@ -111,6 +111,16 @@ def test_scope_wider_than_allowed_is_refused_not_narrowed(conn, locations, home,
     assert allowed["results"]
 
 
+def test_a_scope_missing_what_its_rule_compares_is_refused_when_built():
+    with pytest.raises(ValueError, match="needs its root"):
+        scope.Scope("project")
+    with pytest.raises(ValueError, match="needs its session_id"):
+        scope.Scope("session")
+    assert scope.Scope("project", root="/home/u/Apps/prjct").predicate()[1][0] == "/home/u/Apps/prjct"
+    assert scope.Scope("session", session_id="0b6e6f2c").term() is not None
+    assert scope.Scope("global").predicate() == ("1", [])
+
+
 def test_unknown_scope_is_an_error_with_an_example(conn, locations):
     with pytest.raises(UserError, match="e.g. scope=project"):
         query.search(conn, locations, "x", scope="everything")
