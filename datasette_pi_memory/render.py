@@ -11,24 +11,16 @@ and the text is what those bytes say. The number stays visible and sortable.
 
 from __future__ import annotations
 
-import os
-
 from markupsafe import Markup, escape
 
 from pimem_index import browse
 
-from .state import ACTION, state
+from .html import qs
+from .state import ACTION, same_file, state
 
 RENDER_TABLE = "entries"
 RENDER_COLUMN = "length"
 PREVIEW_CHARS = 400
-
-
-def _same_file(a, b) -> bool:
-    try:
-        return os.path.realpath(a) == os.path.realpath(b)
-    except (OSError, TypeError):
-        return False
 
 
 def entry_cell(row, column, table, pks, database, datasette, request):
@@ -38,7 +30,7 @@ def entry_cell(row, column, table, pks, database, datasette, request):
     if database != memory.settings.database:
         return None
     ds_db = datasette.databases.get(database)
-    if ds_db is None or not ds_db.path or not _same_file(ds_db.path, memory.locations.db_path):
+    if ds_db is None or not ds_db.path or not same_file(ds_db.path, memory.locations.db_path):
         return None
     if list(pks or ()) != ["rowid"]:
         return None
@@ -60,7 +52,7 @@ def entry_cell(row, column, table, pks, database, datasette, request):
 
 
 def cell_html(datasette, data: dict, length) -> Markup:
-    read_url = datasette.urls.path("/-/pi-memory/read") + "?" + _qs(id=data["id"], session_id=data["session_id"])
+    read_url = datasette.urls.path("/-/pi-memory/read") + "?" + qs(id=data["id"], session_id=data["session_id"])
     parts = [
         f'{escape(str(length))}<div class="pi-memory-cell" '
         'style="margin-top:0.3em;min-width:18em;max-width:40em;font-size:0.85em">'
@@ -75,9 +67,3 @@ def cell_html(datasette, data: dict, length) -> Markup:
         parts.append(f'<a href="{escape(read_url)}">{label}</a>')
     parts.append("</div>")
     return Markup("".join(parts))
-
-
-def _qs(**params) -> str:
-    from urllib.parse import urlencode
-
-    return urlencode({k: v for k, v in params.items() if v is not None})

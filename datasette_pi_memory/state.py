@@ -80,7 +80,7 @@ def settings_for(datasette) -> Settings:
     served = (
         name in datasette.databases
         and datasette.databases[name].path is not None
-        and (_real(Path(datasette.databases[name].path)) == _real(locations.db_path))
+        and same_file(datasette.databases[name].path, locations.db_path)
     )
     return Settings(
         database=name,
@@ -91,6 +91,11 @@ def settings_for(datasette) -> Settings:
         # installing the plugin never starts an indexer under some other Datasette.
         background_index=bool(config.get("background_index", served)),
     )
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether two paths name the same file once links are resolved."""
+    return _real(Path(a)) == _real(Path(b))
 
 
 def _real(path: Path) -> Path:
@@ -156,7 +161,7 @@ class PiMemory:
 
         name = self.settings.database
         old = datasette.databases.get(name)
-        if old is None or not old.path or _real(Path(old.path)) != _real(self.locations.db_path):
+        if old is None or not old.path or not same_file(old.path, self.locations.db_path):
             return
         fresh = Database(datasette, path=old.path, is_mutable=old.is_mutable, mode=old.mode)
         datasette.remove_database(name)

@@ -9,7 +9,6 @@ unforgetting reindexes what it touched. This module sits above indexing and rere
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
 
 import orjson
 
@@ -30,10 +29,6 @@ def _append(locations: Locations, record: dict) -> None:
     finally:
         os.close(fd)
     os.chmod(path, 0o600)
-
-
-def _now() -> str:
-    return journal.iso_utc(datetime.now(UTC))
 
 
 def _find_entry(conn: db.Connection, entry_id: str, session_id: str | None) -> EntryRow:
@@ -59,7 +54,12 @@ def forget_entry(conn: db.Connection, locations: Locations, entry_id: str, sessi
     """Record and apply forgetting one entry."""
     row = _find_entry(conn, entry_id, session_id)
     text = reread(conn, row, locations)  # the one place that rereads and checks a line
-    record: dict[str, object] = {"action": "forget", "session_id": row.session_id, "entry_id": entry_id, "at": _now()}
+    record: dict[str, object] = {
+        "action": "forget",
+        "session_id": row.session_id,
+        "entry_id": entry_id,
+        "at": journal.now_iso(),
+    }
     if text is not None:
         record["text_fingerprint"] = text_fingerprint(
             journal.Entry(id=entry_id, parent_id=None, timestamp=None, kind=row.kind, role=None, tool=None, text=text)
@@ -78,7 +78,7 @@ def forget_session(conn: db.Connection, locations: Locations, session_id: str) -
         ).fetchone():
             raise UserError(f"session {session_id} is already forgotten (undo: pimem unforget --session {session_id})")
         raise UserError(f"no session {session_id} in the index (list sessions with: pimem search --scope global)")
-    record = {"action": "forget", "session_id": session_id, "entry_id": None, "at": _now()}
+    record = {"action": "forget", "session_id": session_id, "entry_id": None, "at": journal.now_iso()}
     _append(locations, record)
     with db.write(conn):
         forgotten.bury_sessions(conn, [session_id])
@@ -115,7 +115,12 @@ def unforget(conn: db.Connection, locations: Locations, entry_id: str | None, se
             f"e.g. pimem unforget {entry_id} --session {matches[0]['session_id']}"
         )
     rec = matches[0]
-    record = {"action": "unforget", "session_id": rec["session_id"], "entry_id": rec.get("entry_id"), "at": _now()}
+    record = {
+        "action": "unforget",
+        "session_id": rec["session_id"],
+        "entry_id": rec.get("entry_id"),
+        "at": journal.now_iso(),
+    }
     _append(locations, record)
     if rec.get("entry_id") is None:
         paths = _unbury_session(conn, locations, rec["session_id"])

@@ -21,7 +21,6 @@ import os
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from . import db, journal, lease, parsing, store, workers
@@ -149,7 +148,7 @@ class Failures:
                 "INSERT INTO journal_errors (path, reason, at, failures, retry_at) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT(path) DO UPDATE SET reason = excluded.reason, at = excluded.at, "
                 "failures = excluded.failures, retry_at = excluded.retry_at",
-                (key, reason, _now(), failures, retry_at),
+                (key, reason, journal.now_iso(), failures, retry_at),
             )
         self.known[key] = (failures, retry_at)
 
@@ -411,7 +410,7 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: parsing.Batch, expe
             # two batches leaves it NULL, so the next pass (and status) sees work left.
             "mtime": st.st_mtime if batch.complete else None,
             "inode": st.st_ino,
-            "now": _now(),
+            "now": journal.now_iso(),
             "last_ts": batch.last_timestamp,
         }
         sets = [
@@ -799,10 +798,6 @@ def remove_outside(conn: db.Connection, locations: Locations, listed: list[Path]
         if path not in names and path.startswith(folders) and not locations.contains(Path(path)):
             removed += forget_journal(conn, path)
     return removed
-
-
-def _now() -> str:
-    return journal.iso_utc(datetime.now(UTC))
 
 
 def compact(conn: db.Connection, pages: int = 2000) -> int:

@@ -357,6 +357,11 @@ def local_time(ts: str | None, empty: str = "") -> str:
         return ts
 
 
+def now_iso() -> str:
+    """The current time as Pi writes its timestamps (UTC, milliseconds, Z)."""
+    return iso_utc(datetime.now(UTC))
+
+
 def iso_utc(dt: datetime) -> str:
     """Format an aware datetime the way Pi does: UTC with milliseconds and a Z."""
     dt = dt.astimezone(UTC)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import socket
 import time
-from datetime import UTC, datetime
 
 import orjson
 
@@ -87,11 +86,7 @@ def record_backfill(conn: db.Connection, total: int, done: int, complete: bool) 
                     "journals_total": total,
                     "journals_done": done,
                     "complete": complete,
-                    "at": _now(),
+                    "at": journal.now_iso(),
                 }
             ).decode(),
         )
-
-
-def _now() -> str:
-    return journal.iso_utc(datetime.now(UTC))
