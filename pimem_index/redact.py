@@ -84,17 +84,27 @@ Limits (known and accepted):
 
 from __future__ import annotations
 
+import importlib
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from re import _constants as _sre  # re's own parser (3.11+, like possessive repeats)
-from re import _parser as _sre_parse
+from typing import Any
 
-try:
-    import hyperscan
-except ImportError:  # no wheel for this platform: every scanner runs on every text
-    hyperscan = None
+# re's own parser (3.11+, like possessive repeats); private modules, so typed Any
+_sre: Any = importlib.import_module("re._constants")
+_sre_parse: Any = importlib.import_module("re._parser")
+
+
+def _import_hyperscan() -> Any:
+    """The hyperscan module, or None where no wheel exists (every scanner then runs on every text)."""
+    try:
+        return importlib.import_module("hyperscan")
+    except ImportError:
+        return None
+
+
+hyperscan = _import_hyperscan()
 
 __all__ = ["redact", "KINDS", "RULES", "Rule", "MASK", "SLICE_CHARS", "SLICE_OVERLAP"]
 
@@ -452,7 +462,8 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
             return None  # an object, a list, a call, a comment, a closing quote
         vstart = vpos
         if to_eol:
-            vend = _TO_EOL_RE.match(b, vpos).end()
+            eol = _TO_EOL_RE.match(b, vpos)  # matches the empty string at least
+            vend = eol.end() if eol is not None else vpos
             while vend > vpos and b[vend - 1] in b" \t":
                 vend -= 1
         else:
@@ -763,7 +774,8 @@ RULES: list[Rule] = [
         "azure_storage_key",
         "Azure storage AccountKey= and SharedAccessKey= values",
         b"k",
-        rb"ey(?:(?<=accountkey)|(?<=sharedaccesskey))(?:[ \t]*=[ \t]*|%3d)(?P<s>(?:[a-z0-9+/]|%2[bf]){20,256}(?:=|%3d){0,2})",
+        rb"ey(?:(?<=accountkey)|(?<=sharedaccesskey))(?:[ \t]*=[ \t]*|%3d)"
+        rb"(?P<s>(?:[a-z0-9+/]|%2[bf]){20,256}(?:=|%3d){0,2})",
         fold=True,
     ),
     Rule(
@@ -860,7 +872,8 @@ RULES: list[Rule] = [
         "Authorization / Proxy-Authorization header values (Bearer, Basic, token, Bot...)",
         b"uth",
         rb"orization(?<=authorization)(?:\\{0,3}[\"'])?[ \t]*[:=][ \t]*(?P<oq>\\{0,3}[\"'])?[ \t]*"
-        rb"(?:(?P<sc>bearer|basic|token|bot|digest|negotiate|ntlm|apikey|api-key|sso-key|key|jwt|aws4-hmac-sha256)[ \t]+)?"
+        rb"(?:(?P<sc>bearer|basic|token|bot|digest|negotiate|ntlm|apikey|api-key|sso-key|key|jwt|aws4-hmac-sha256)"
+        rb"[ \t]+)?"
         rb"(?P<s>[^\s\"'\\,;<>{}]{1,4096}(?:[ \t]*,[ \t]*[a-z]{1,32}=[^\s\"'\\,;<>]{1,512}){0,8})",
         fold=True,
         check=_auth_header_check,
@@ -1189,8 +1202,8 @@ def _compile(rules: list[Rule]) -> list[_Scanner]:
             name = f"r{n}"
             n += 1
             pfx = name.encode() + b"_"
-            src = _GROUP_DEF.sub(lambda m: b"(?P<" + pfx + m.group(1) + b">", rule.pattern)
-            src = _GROUP_REF.sub(lambda m: b"(?P=" + pfx + m.group(1) + b")", src)
+            src = _GROUP_DEF.sub(lambda m, p=pfx: b"(?P<" + p + m.group(1) + b">", rule.pattern)
+            src = _GROUP_REF.sub(lambda m, p=pfx: b"(?P=" + p + m.group(1) + b")", src)
             # An empty group closing each alternative names the rule that
             # matched (m.lastgroup) and marks where it ended, without hiding
             # the alternative's leading literal from the engine's fast check.
@@ -1327,7 +1340,8 @@ def _item(op, av, left: frozenset) -> _Lits:
             _union([a.req for a in alts]) or _EMPTY,
         )
     if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT):
-        return _repeat(*av, left)
+        lo, hi, sub = av
+        return _repeat(lo, hi, sub, left)
     if op is _sre.ASSERT:
         direction, sub = av
         if direction < 0:  # a lookbehind: its match ends here
@@ -1384,7 +1398,7 @@ def _needles(regex: re.Pattern) -> frozenset:
     if regex.flags & re.IGNORECASE:
         return _EMPTY
     req = _seq(_sre_parse.parse(regex.pattern, regex.flags).data, _EMPTY).req
-    return _shortest(req, bytes.__contains__)  # a needle holding another adds nothing
+    return _shortest(req, bytes.__contains__) or _EMPTY  # a needle holding another adds nothing
 
 
 def _hs_literal(needle: bytes) -> bytes:
@@ -1392,7 +1406,7 @@ def _hs_literal(needle: bytes) -> bytes:
     return b"".join(b"\\x%02x" % c for c in needle)
 
 
-def _prefilter(scanners: list[_Scanner]) -> tuple[object | None, list[int]]:
+def _prefilter(scanners: list[_Scanner]) -> tuple[Any, list[int]]:
     """(a Hyperscan database reporting, as its id, the index of each scanner with
     a needle in a text; indexes of the scanners that always run).  Folded
     scanners' needles are matched ASCII-caseless in the original bytes, which

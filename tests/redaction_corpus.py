@@ -302,7 +302,10 @@ def g_jwt(rng):
 
 def g_azure_storage(rng):
     key = _r(rng, 86, B64) + "=="
-    v = f"DefaultEndpointsProtocol=https;AccountName={_r(rng, 10, LOWER)};AccountKey={key};EndpointSuffix=core.windows.net"
+    v = (
+        f"DefaultEndpointsProtocol=https;AccountName={_r(rng, 10, LOWER)};AccountKey={key};"
+        "EndpointSuffix=core.windows.net"
+    )
     return Sample(
         "azure_storage_key", value=v, key="connection", secrets=[key[:-2]], keeps=["AccountKey="], url_safe=False
     )
@@ -623,7 +626,9 @@ def c_yaml(s: Sample, rng) -> str:
     if s.snippet:
         if "\n" in s.snippet:
             return (
-                "steps:\n  - name: setup\n    run: |\n" + "\n".join("      " + l for l in s.snippet.splitlines()) + "\n"
+                "steps:\n  - name: setup\n    run: |\n"
+                + "\n".join("      " + line for line in s.snippet.splitlines())
+                + "\n"
             )
         return f"steps:\n  - name: setup\n    run: {s.snippet}\n"
     q = rng.choice(["", '"', "'"])
@@ -642,7 +647,7 @@ def c_toml(s: Sample, rng) -> str:
 def c_ini(s: Sample, rng) -> str:
     if s.snippet:
         lines = s.snippet.splitlines()
-        return "[task]\ncommand = " + lines[0] + "".join("\n    " + l for l in lines[1:]) + "\nretries = 2\n"
+        return "[task]\ncommand = " + lines[0] + "".join("\n    " + line for line in lines[1:]) + "\nretries = 2\n"
     return f"[default]\nregion = eu-west-1\n{s.key} = {s.value}\noutput = json\n"
 
 
@@ -790,8 +795,12 @@ def negatives(seed: int = 99) -> Iterator[tuple[str, str]]:
         "hex colours": 'color: #ff00aa;\nbackground: #1E90FF;\n"accent": "#abcdef"',
         "integrity": f'"integrity": "sha512-{_r(rng, 86, B64)}=="',
         "pwd": "PWD=/home/user/project\nOLDPWD=/tmp\n",
-        "keys not secret": 'sort_key = "name"\nprimary_key = True\n"key": "Enter"\nmonkey: banana\ncache_key = f"user:{uid}"',
-        "flags": "git push -u origin main\nssh -p 2222 host\ndocker run -u 1000:1000 image\nmysql -h db -P 3306 -u root app",
+        "keys not secret": (
+            'sort_key = "name"\nprimary_key = True\n"key": "Enter"\nmonkey: banana\ncache_key = f"user:{uid}"'
+        ),
+        "flags": (
+            "git push -u origin main\nssh -p 2222 host\ndocker run -u 1000:1000 image\nmysql -h db -P 3306 -u root app"
+        ),
         "urls without password": "https://github.com/user/repo.git\ngit@github.com:user/repo.git\nhttps://user@host.example.com/x",
         "words like prefixes": "sk-learn compatible; task-runner; disk-usage; the hf_hub cache; npm_config_cache",
         "more prefix-like words": "taxi-driver; a secret_handshake_protocol; ./r8_cache; dop_v1_notes; gsk_tmp",
@@ -850,6 +859,6 @@ if __name__ == "__main__":
 
     t = recall_table(redact)
     print(format_table(t))
-    for kind, (n, leak, lost, examples) in t.items():
+    for kind, (_n, _leak, _lost, examples) in t.items():
         for ctx, text, out in examples:
             print(f"\n--- {kind} in {ctx}\n{text}\n=>\n{out}")

@@ -406,7 +406,7 @@ def _trigger_texts() -> list[str]:
 def test_a_scanner_matches_only_texts_holding_one_of_its_needles():
     scanners = [
         (sc, redact_module._needles(sc.regex), entry)
-        for sc, entry in zip(redact_module._SCANNERS, redact_module._SCAN_PLAN)
+        for sc, entry in zip(redact_module._SCANNERS, redact_module._SCAN_PLAN, strict=True)
     ]
     for text in _trigger_texts():
         b = text.encode("utf-8", "surrogatepass")
