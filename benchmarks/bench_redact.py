@@ -191,6 +191,14 @@ ADVERSARIAL = {
     "key=value words": lambda r, n: ("monkey=" + _rand(r, 30) + " ") * (n // 38 + 1),
     "authorization:": lambda r, n: ("Authorization: " + "," * 100) * (n // 115 + 1),
     "sk- dashes": lambda r, n: ("sk-" + "-" * 500 + " ") * (n // 504 + 1),
+    "upper-case A run": lambda r, n: "A" * n,
+    "value: after names": lambda r, n: '{"name": "api_key", "value": ' * (n // 30 + 1),
+    "docker login, long": lambda r, n: ("docker login " + "-p " * 1000 + "\n") * (n // 3014 + 1),
+    "digits|digits": lambda r, n: "1234567890123456|" * (n // 17 + 1),
+    "hex-us hex-us": lambda r, n: (HEX * 2 + "-us") * (n // 35 + 1),
+    "session=": lambda r, n: ("_session=" + "a1" * 20 + " ") * (n // 50 + 1),
+    "%5f%5f%5fkey=": lambda r, n: ("%5f" * 20 + "key=" + "v" * 20 + " ") * (n // 85 + 1),
+    "&quot; runs": lambda r, n: ("password=&quot;" + "a" * 100 + " ") * (n // 116 + 1),
 }
 
 

@@ -665,7 +665,7 @@ def _putty(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> I
 # ---------------------------------------------------------------------------
 
 _DISCORD_TOKEN_RE = re.compile(
-    rb"[MNO](?:(?<![A-Za-z0-9_-][MNO])|(?<=\\[nrtbf][MNO]))[A-Za-z0-9_-]{23,27}\.(?P<s>[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40})(?![A-Za-z0-9_-])"
+    rb"[MNO](?:(?<![A-Za-z0-9_-][MNO])|(?<=\\[nrtbf][MNO])|(?<=%[0-9A-F]{2}[MNO]))[A-Za-z0-9_-]{23,27}\.(?P<s>[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40})(?![A-Za-z0-9_-])"
 )
 
 
@@ -854,6 +854,14 @@ _SERVICE_RULES: list[Rule] = [
     _token("gitlab_token", b"glffct-", rb"[a-z0-9_-]{20,64}"),
     _token("gitlab_token", b"GR1348941", rb"[A-Za-z0-9_-]{20,64}", fold=False),
     _token("saas_token", b"ntn_", rb"[0-9]{11}[a-z0-9]{35}"),
+    _token(
+        "jwt",
+        b"ZXlK",  # a JWT encoded once more in base64: eyJhbGciOi, eyJ0eXAiOi, eyJraWQiOi
+        rb"(?:aGJHY2lPaU|MGVYQWlPaU|cmFXUWlPaU)[A-Za-z0-9+/]{40,16384}={0,2}",
+        fold=False,
+        word=_WB,
+        end=rb"(?![A-Za-z0-9+/=])",
+    ),
     _token("mailgun_key", b"pubkey-", rb"[a-f0-9]{32}"),
     _token("stripe_key", b"sk_prod_", rb"[a-z0-9]{10,256}", check=_body_mixed),
     _token("stripe_key", b"rk_prod_", rb"[a-z0-9]{10,256}", check=_body_mixed),
@@ -878,7 +886,9 @@ _SERVICE_RULES: list[Rule] = [
         rb"[_-][a-z0-9-]{10,32}\.(?P<s>[a-z0-9+/_=-]{30,120})",
         fold=True,
     ),
-    _token("service_token", b"ABSK", rb"[A-Za-z0-9+/]{100,300}={0,2}", fold=False, word=_WB, end=rb"(?![A-Za-z0-9+/=])"),
+    _token(
+        "service_token", b"ABSK", rb"[A-Za-z0-9+/]{100,300}={0,2}", fold=False, word=_WB, end=rb"(?![A-Za-z0-9+/=])"
+    ),
     _token("service_token", b"bedrock-api-key-", rb"[a-z0-9+/=%_-]{20,8192}", end=rb""),
     Rule(
         "service_token",
@@ -957,9 +967,7 @@ _SERVICE_RULES: list[Rule] = [
     _token("service_token", b"NR", rb"(?:AK|II|JS)-[A-Za-z0-9-]{19,40}", fold=False, check=_has_digit),
     _token("service_token", b"API-", rb"[A-Z0-9]{26}", fold=False, check=_has_digit),
     _token("service_token", b"sha256~", rb"[a-z0-9_-]{43}", end=rb"(?![a-z0-9_-])"),
-    _token(
-        "service_token", b"access-", rb"(?:sandbox|development|production)-" + _UUID, end=rb"(?![a-z0-9-])"
-    ),
+    _token("service_token", b"access-", rb"(?:sandbox|development|production)-" + _UUID, end=rb"(?![a-z0-9-])"),
     _token("service_token", b"pscale_", rb"(?:tkn|oauth|pw)_[a-z0-9_=.-]{32,64}", end=rb"(?![a-z0-9_=.-])"),
     _token("service_token", b"PMAK-", rb"[a-fA-F0-9]{24}-[a-fA-F0-9]{34}", fold=False),
     _token("service_token", b"pnu_", rb"[a-z0-9]{36}"),
@@ -1056,8 +1064,8 @@ _CLI_RULES: list[Rule] = [
         _CLI_TOOLS,
         b"login",
         rb"(?:(?<=docker login)|(?<=podman login)|(?<=nerdctl login)|(?<=buildah login)|(?<=skopeo login)"
-        rb"|(?<=registry login)|(?<=oras login)|(?<=oc login)(?<![a-z0-9_.-]oc login)"
-        rb"|(?<=az login)(?<![a-z0-9_.-]az login)|(?<=cf login)(?<![a-z0-9_.-]cf login))",
+        rb"|(?<=registry login)|(?<=oras login)|(?<=oc login)(?:(?<![a-z0-9_.-]oc login)|(?<=\\[nrt]oc login))"
+        rb"|(?<=az login)(?:(?<![a-z0-9_.-]az login)|(?<=\\[nrt]az login))|(?<=cf login)(?:(?<![a-z0-9_.-]cf login)|(?<=\\[nrt]cf login)))",
         fold=True,
         handler=_flag_values(rb"-p|--password"),
     ),
@@ -1195,8 +1203,8 @@ def _config_pair(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict
     ``- name: API_KEY\\n  value: ...``: a value whose sibling key or name attribute names a secret."""
     start = m.start()
     near = None
-    for near in _NAME_ATTR_RE.finditer(bl, max(0, start - 200), start):
-        pass  # the last name before this value
+    for found in _NAME_ATTR_RE.finditer(bl, max(0, start - 200), start):
+        near = found  # the last name before this value
     if near is None or not _PAIR_GAP_RE.fullmatch(bl, near.end(), start):
         return ()
     name = near.group("n")
@@ -1214,6 +1222,8 @@ def _config_pair(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict
     value = b[s:e]
     if e <= s or _is_placeholder(value) or _is_expression(value):
         return ()
+    if _DIGITS_RE.fullmatch(value) and len(value) < 12:
+        return ()  # {"name": "max_tokens", "value": "4096"}: a setting, not a secret
     return [(s, e)]
 
 
@@ -1266,8 +1276,8 @@ RULES: list[Rule] = [
         "azure_storage_key",
         "Azure storage AccountKey= and SharedAccessKey= values",
         b"k",
-        rb"ey(?:(?<=accountkey)|(?<=sharedaccesskey))(?:[ \t]*=[ \t]*|%3d)"
-        rb"(?P<s>(?:[a-z0-9+/]|%2[bf]){20,256}(?:=|%3d){0,2})",
+        rb"ey(?:(?<=accountkey)|(?<=sharedaccesskey))(?:[ \t]*=[ \t]*|%3d|%253d)"
+        rb"(?P<s>(?:[a-z0-9+/]|%2[bf]|%252[bf]){20,256}(?:=|%3d|%253d){0,2})",
         fold=True,
     ),
     Rule(
@@ -1319,7 +1329,7 @@ RULES: list[Rule] = [
         "stripe_key",
         "Stripe secret and restricted keys sk_live_, sk_test_, rk_live_, rk_test_, webhook secrets whsec_",
         b"k",
-        rb"_(?<=[rs]k_)(?:(?<![a-z0-9][rs]k_)|(?<=\\[nrtbf][rs]k_))(?:live|test)_(?P<s>[a-z0-9]{10,256})",
+        rb"_(?<=[rs]k_)(?:(?<![a-z0-9][rs]k_)|(?<=\\[nrtbf][rs]k_)|(?<=%[0-9a-f]{2}[rs]k_))(?:live|test)_(?P<s>[a-z0-9]{10,256})",
         fold=True,
         check=_body_mixed,
     ),
@@ -1603,7 +1613,7 @@ RULES: list[Rule] = [
         + _not_after_word(b"ASIA", rb"A-Za-z0-9+/")
         + rb")(?P<s>[A-Z0-9]{16})"
         + _END_ALNUM
-        + rb"(?s:.){0,300}?(?<=[\s,;:=|\"'>])(?P<s2>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+        + rb"(?s:.){0,300}?(?<=[\s,;:=|\"'>])(?P<s2>(?:[A-Za-z0-9+]|\\?/){40})(?![A-Za-z0-9/+=])",
         check=_group_not_placeholder("s"),  # AWS's documented AKIAIOSFODNN7EXAMPLE
     ),
     Rule(
@@ -1633,7 +1643,7 @@ RULES: list[Rule] = [
         "telegram_bot_token",
         "Telegram bot tokens (digits:AA...) in text that mentions telegram",
         b"A",
-        rb"A(?<=[0-9]:AA)[A-Za-z0-9_-]{31,40}(?![A-Za-z0-9_-])",
+        rb"A(?:(?<=[0-9]:AA)|(?<=[0-9]%3AAA)|(?<=[0-9]%253AAA))[A-Za-z0-9_-]{31,40}(?![A-Za-z0-9_-])",
         check=_near_telegram,
         handler=_whole_match,
     ),
@@ -1687,6 +1697,12 @@ class _Scanner:
     rules: dict[str, tuple[Rule, list[str]]]  # group name -> (rule, mask group names)
 
 
+def _prefixed_groups(pattern: bytes, pfx: bytes) -> bytes:
+    """``pattern`` with every group name (and back-reference) prefixed by ``pfx``."""
+    pattern = _GROUP_DEF.sub(lambda m: b"(?P<" + pfx + m.group(1) + b">", pattern)
+    return _GROUP_REF.sub(lambda m: b"(?P=" + pfx + m.group(1) + b")", pattern)
+
+
 def _compile(rules: list[Rule]) -> list[_Scanner]:
     grouped: dict[tuple, list[Rule]] = {}
     for rule in rules:
@@ -1701,8 +1717,7 @@ def _compile(rules: list[Rule]) -> list[_Scanner]:
             name = f"r{n}"
             n += 1
             pfx = name.encode() + b"_"
-            src = _GROUP_DEF.sub(lambda m, p=pfx: b"(?P<" + p + m.group(1) + b">", rule.pattern)
-            src = _GROUP_REF.sub(lambda m, p=pfx: b"(?P=" + p + m.group(1) + b")", src)
+            src = _prefixed_groups(rule.pattern, pfx)
             # An empty group closing each alternative names the rule that
             # matched (m.lastgroup) and marks where it ended, without hiding
             # the alternative's leading literal from the engine's fast check.
