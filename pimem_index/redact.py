@@ -78,8 +78,12 @@ Limits (known and accepted):
   its tail (the shell would split it too).
 * A PEM body longer than 48 KB is masked up to 48 KB.  Slices overlap by
   64 KB, so no secret shorter than that is cut by a slice boundary.
-* Key names are recognised in ASCII; URL-encoded key names
-  (``password%3D``) are not, except Azure's ``AccountKey%3D``.
+* Key names are recognised in ASCII, URL-encoded (``api%5Fkey%3D``) and
+  between HTML entities (``&quot;password&quot;``); URLs also with JSON's
+  escaped slashes (``postgres:\\/\\/...``).
+* ``-p VALUE`` is a password only for the tools ``cli_password`` names (for
+  others it is as often a port).
+* gitleaks' default rules and how each is answered: ``redact_gitleaks.py``.
 """
 
 from __future__ import annotations
@@ -1065,7 +1069,8 @@ _CLI_RULES: list[Rule] = [
         b"login",
         rb"(?:(?<=docker login)|(?<=podman login)|(?<=nerdctl login)|(?<=buildah login)|(?<=skopeo login)"
         rb"|(?<=registry login)|(?<=oras login)|(?<=oc login)(?:(?<![a-z0-9_.-]oc login)|(?<=\\[nrt]oc login))"
-        rb"|(?<=az login)(?:(?<![a-z0-9_.-]az login)|(?<=\\[nrt]az login))|(?<=cf login)(?:(?<![a-z0-9_.-]cf login)|(?<=\\[nrt]cf login)))",
+        rb"|(?<=az login)(?:(?<![a-z0-9_.-]az login)|(?<=\\[nrt]az login))"
+        rb"|(?<=cf login)(?:(?<![a-z0-9_.-]cf login)|(?<=\\[nrt]cf login)))",
         fold=True,
         handler=_flag_values(rb"-p|--password"),
     ),
@@ -1156,16 +1161,36 @@ def _curl_cookies(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dic
             pos = p.end()
 
 
+_SESSION_VALUE = rb"(?P<s>[a-z0-9%._~+/=:-]{16,4096})(?![a-z0-9%._~+/=:-])"
+
+# One scan literal per cookie name ending in "=" (cookie syntax): "session" alone is a common word, and
+# the prefilter's needles are these literals.
 _SESSION_COOKIE_RULES: list[Rule] = [
     Rule(
         "session_cookie",
         "session cookies by their usual names, wherever written (curl -b, document.cookie, logs): PHPSESSID, "
         "JSESSIONID, ASP.NET_SessionId, sessionid, laravel_session, _gitlab_session, *_session, _session_id, "
         "connect.sid, next-auth.session-token",
-        b"sess",
-        rb"(?:(?<=phpsess)id|(?<=jsess)ionid|(?<![a-z0-9_.-]sess)(?<=sess)ionid|(?<=asp\.net_sess)ionid"
-        rb"|(?<=_sess)ion(?:_id)?|(?<=next-auth\.sess)ion-token)"
-        rb"(?:\\{0,3}[\"'])?[ \t]*=[ \t]*(?:\\{0,3}[\"'])?(?P<s>[a-z0-9%._~+/=:-]{16,4096})(?![a-z0-9%._~+/=:-])",
+        b"sessid=",
+        rb"(?<=phpsessid=)" + _SESSION_VALUE,
+        fold=True,
+        check=_session_value,
+    ),
+    Rule(
+        "session_cookie",
+        "",
+        b"sessionid=",
+        rb"(?:(?<=jsessionid=)|(?<![a-z0-9_.-]sessionid=)|(?<=asp\.net_sessionid=))" + _SESSION_VALUE,
+        fold=True,
+        check=_session_value,
+    ),
+    Rule("session_cookie", "", b"_session=", _SESSION_VALUE, fold=True, check=_session_value),
+    Rule("session_cookie", "", b"_session_id=", _SESSION_VALUE, fold=True, check=_session_value),
+    Rule(
+        "session_cookie",
+        "",
+        b"session-token=",
+        rb"(?<=next-auth\.session-token=)" + _SESSION_VALUE,
         fold=True,
         check=_session_value,
     ),
