@@ -90,7 +90,8 @@ def _shell(r: random.Random) -> str:
     elif kind == 1:
         for _ in range(r.randint(5, 100)):
             lines.append(
-                f"commit {_rand(r, 40, HEX)}\nAuthor: Dev <dev@example.com>\nDate:   Tue Dec 2 16:14:00 2025\n\n    {_prose(r)[:70]}\n"
+                f"commit {_rand(r, 40, HEX)}\nAuthor: Dev <dev@example.com>\n"
+                f"Date:   Tue Dec 2 16:14:00 2025\n\n    {_prose(r)[:70]}\n"
             )
     elif kind == 2:
         for _ in range(r.randint(5, 150)):
@@ -101,14 +102,15 @@ def _shell(r: random.Random) -> str:
         for _ in range(r.randint(5, 80)):
             lines.append(
                 f'    "node_modules/{_rand(r, 8).lower()}": {{"version": "1.{r.randint(0, 9)}.{r.randint(0, 9)}", '
-                f'"resolved": "https://registry.npmjs.org/x/-/x-1.0.0.tgz", "integrity": "sha512-{_rand(r, 86, B64)}=="}},'
+                f'"resolved": "https://registry.npmjs.org/x/-/x-1.0.0.tgz", '
+                f'"integrity": "sha512-{_rand(r, 86, B64)}=="}},'
             )
     return "\n".join(lines)
 
 
 def _json(r: random.Random) -> str:
     return (
-        '{"type":"message","id":"%s","parentId":"%s","timestamp":"2025-12-02T16:14:00.000Z",'
+        '{"type":"message","id":"%s","parentId":"%s","timestamp":"2025-12-02T16:14:00.000Z",'  # noqa: UP031 (JSON braces)
         '"message":{"role":"assistant","content":[{"type":"toolCall","id":"toolu_%s","name":"bash",'
         '"arguments":{"command":"ls -la"}}],"usage":{"input":%d,"output":%d,"cacheRead":%d,'
         '"totalTokens":%d},"stopReason":"toolUse"},"session":"%s-%s-%s-%s-%s"}'
@@ -189,6 +191,14 @@ ADVERSARIAL = {
     "key=value words": lambda r, n: ("monkey=" + _rand(r, 30) + " ") * (n // 38 + 1),
     "authorization:": lambda r, n: ("Authorization: " + "," * 100) * (n // 115 + 1),
     "sk- dashes": lambda r, n: ("sk-" + "-" * 500 + " ") * (n // 504 + 1),
+    "upper-case A run": lambda r, n: "A" * n,
+    "value: after names": lambda r, n: '{"name": "api_key", "value": ' * (n // 30 + 1),
+    "docker login, long": lambda r, n: ("docker login " + "-p " * 1000 + "\n") * (n // 3014 + 1),
+    "digits|digits": lambda r, n: "1234567890123456|" * (n // 17 + 1),
+    "hex-us hex-us": lambda r, n: (HEX * 2 + "-us") * (n // 35 + 1),
+    "session=": lambda r, n: ("_session=" + "a1" * 20 + " ") * (n // 50 + 1),
+    "%5f%5f%5fkey=": lambda r, n: ("%5f" * 20 + "key=" + "v" * 20 + " ") * (n // 85 + 1),
+    "&quot; runs": lambda r, n: ("password=&quot;" + "a" * 100 + " ") * (n // 116 + 1),
 }
 
 
@@ -263,7 +273,8 @@ def main() -> int:
         worst2 = max(worst2, ratio2)
         cells = " ".join(f"{t * 1000:7.1f}" for t in per_mb)
         print(
-            f"  {name:22s} ms/MB {cells}   ratio {ratio:4.2f} (vs 2 MB {ratio2:4.2f})   ({1 / max(per_mb):6.0f} MB/s worst)"
+            f"  {name:22s} ms/MB {cells}   ratio {ratio:4.2f} (vs 2 MB {ratio2:4.2f})"
+            f"   ({1 / max(per_mb):6.0f} MB/s worst)"
         )
     print(f"\nworst per-MB ratio largest/1 MB: {worst:.2f}; largest/2 MB: {worst2:.2f}")
     print("(texts over 1 MB are redacted in slices with a 64 KB overlap: a constant step between 1 and 2 MB)")

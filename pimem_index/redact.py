@@ -78,23 +78,37 @@ Limits (known and accepted):
   its tail (the shell would split it too).
 * A PEM body longer than 48 KB is masked up to 48 KB.  Slices overlap by
   64 KB, so no secret shorter than that is cut by a slice boundary.
-* Key names are recognised in ASCII; URL-encoded key names
-  (``password%3D``) are not, except Azure's ``AccountKey%3D``.
+* Key names are recognised in ASCII, URL-encoded (``api%5Fkey%3D``) and
+  between HTML entities (``&quot;password&quot;``); URLs also with JSON's
+  escaped slashes (``postgres:\\/\\/...``).
+* ``-p VALUE`` is a password only for the tools ``cli_password`` names (for
+  others it is as often a port).
+* gitleaks' default rules and how each is answered: ``redact_gitleaks.py``.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from re import _constants as _sre  # re's own parser (3.11+, like possessive repeats)
-from re import _parser as _sre_parse
+from dataclasses import dataclass, replace
+from typing import Any
 
-try:
-    import hyperscan
-except ImportError:  # no wheel for this platform: every scanner runs on every text
-    hyperscan = None
+# re's own parser (3.11+, like possessive repeats); private modules, so typed Any
+_sre: Any = importlib.import_module("re._constants")
+_sre_parse: Any = importlib.import_module("re._parser")
+
+
+def _import_hyperscan() -> Any:
+    """The hyperscan module, or None where no wheel exists (every scanner then runs on every text)."""
+    try:
+        return importlib.import_module("hyperscan")
+    except ImportError:
+        return None
+
+
+hyperscan = _import_hyperscan()
 
 __all__ = ["redact", "KINDS", "RULES", "Rule", "MASK", "SLICE_CHARS", "SLICE_OVERLAP"]
 
@@ -194,8 +208,8 @@ def _is_placeholder(value: bytes) -> bool:
         return True  # also ``***``, ``...``, `` + ``: nothing a secret is made of
     if not v.strip(_MASK_CHARS) and (b"x" in v or b"*" in v or b"\xe2\x80\xa2" in v):
         return True  # xxxx, ****, xxxx-xxxx
-    if v.endswith((b"_here", b"-here", b" here")):
-        return True
+    if v.endswith((b"_here", b"-here", b" here", b"example")) or b"examplekey" in v:
+        return True  # ..._here; AWS's documented AKIAIOSFODNN7EXAMPLE, wJalr...EXAMPLEKEY
     return _PLACEHOLDER_RE.fullmatch(v) is not None
 
 
@@ -315,12 +329,33 @@ def _key_start(bl: bytes, pos: int) -> int:
     """Start of the identifier that ends at ``pos`` (walks back at most 64 bytes)."""
     start = pos
     limit = max(0, pos - 64)
-    while start > limit and bl[start - 1] in _KEY_CHARS:
-        start -= 1
+    while start > limit:
+        if bl[start - 3 : start] in _KEY_ESCAPES:
+            start -= 3
+        elif bl[start - 1] in _KEY_CHARS:
+            start -= 1
+        else:
+            break
     # ``\nPASSWORD=...`` inside a JSON string: drop the escape's letter.
     if start > 0 and bl[start - 1] == 0x5C and start < pos and bl[start] in b"nrtbf":
         start += 1
     return start
+
+
+_ENTITY_QUOTE = rb"&quot;|&#x0*22;|&#0*34;|&apos;|&#x0*27;|&#0*39;"  # folded
+_ENTITY_QUOTE_RE = re.compile(_ENTITY_QUOTE)
+_KEY_ESCAPES = (b"%5f", b"%2d", b"%2e")  # _ - . URL-encoded inside a key name (api%5Fkey)
+
+
+def _entity_quoted(bl: bytes, pos: int) -> Span | None:
+    """A value quoted with HTML entities (``&quot;s3cret&quot;`` in a pasted page): its contents."""
+    q = _ENTITY_QUOTE_RE.match(bl, pos)
+    if q is None:
+        return None
+    end = bl.find(q.group(), q.end(), q.end() + 4096)
+    if end < 0 or bl.find(b"\n", q.end(), end) >= 0:
+        return None
+    return q.end(), end
 
 
 def _quoted_value(b: bytes, pos: int) -> Span | None:
@@ -386,7 +421,7 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
     kw_end = m.end(g + "k")
     kw = bl[kw_start:kw_end]
     kstart = _key_start(bl, kw_start)
-    prefix = bl[kstart:kw_start]
+    prefix = bl[kstart:kw_start].replace(b"%5f", b"_").replace(b"%2d", b"-").replace(b"%2e", b".")
     sep = m.group(g + "sep")
     vpos = m.start(g + "v")
     if m.start(g + "ws") >= 0:
@@ -444,7 +479,7 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
         t = _AUTH_TUPLE_RE.match(b, vpos)  # auth=("user", "pass"), HTTPBasicAuth("u", "p")
         if t is not None and not _is_placeholder(t.group("s")):
             return t.span("s")
-    quoted = _quoted_value(b, vpos)
+    quoted = _quoted_value(b, vpos) or _entity_quoted(bl, vpos)
     if quoted is not None:
         vstart, vend = quoted
     else:
@@ -452,11 +487,15 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
             return None  # an object, a list, a call, a comment, a closing quote
         vstart = vpos
         if to_eol:
-            vend = _TO_EOL_RE.match(b, vpos).end()
+            eol = _TO_EOL_RE.match(b, vpos)  # matches the empty string at least
+            vend = eol.end() if eol is not None else vpos
             while vend > vpos and b[vend - 1] in b" \t":
                 vend -= 1
         else:
             vend = m.end(g + "v")  # the regex consumed the unquoted run
+        if sep == b"%3d":
+            amp = bl.find(b"%26", vstart, vend)  # password%3Dx%26next%3D1: an encoded query string
+            vend = amp if amp >= 0 else vend
     if vend <= vstart:
         return None
     value = b[vstart:vend]
@@ -630,7 +669,7 @@ def _putty(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> I
 # ---------------------------------------------------------------------------
 
 _DISCORD_TOKEN_RE = re.compile(
-    rb"[MNO](?:(?<![A-Za-z0-9_-][MNO])|(?<=\\[nrtbf][MNO]))[A-Za-z0-9_-]{23,27}\.(?P<s>[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40})(?![A-Za-z0-9_-])"
+    rb"[MNO](?:(?<![A-Za-z0-9_-][MNO])|(?<=\\[nrtbf][MNO])|(?<=%[0-9A-F]{2}[MNO]))[A-Za-z0-9_-]{23,27}\.(?P<s>[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40})(?![A-Za-z0-9_-])"
 )
 
 
@@ -690,8 +729,10 @@ def _kw(family: str, scan: bytes, pattern: bytes, flag_words: tuple[bytes, ...],
     scan literal and ends with an empty group ``k`` at the keyword's end;
     ``back`` is how many keyword bytes precede the scan literal."""
     sep = (
-        rb"(?P<kq>\\{0,3}[\"'])?"  # closing quote of the key, maybe escaped
-        rb"(?:[ \t]*(?P<sep>=>|:=|=(?!=)|:(?![:/])|>)[ \t]*|" + _flag_lb(*flag_words) + rb"(?P<ws>[ \t]+))"
+        rb"(?P<kq>\\{0,3}[\"']|" + _ENTITY_QUOTE + rb")?"  # closing quote of the key, maybe escaped
+        rb"(?:[ \t]*(?P<sep>=>|:=|=(?!=)|:(?![:/])|>|%3d|&#x3d;|&#0*61;|&equals;)[ \t]*|"
+        + _flag_lb(*flag_words)
+        + rb"(?P<ws>[ \t]+))"
     )
     # The value is consumed (possessively) so the scan resumes after it:
     # "password=password=..." costs one match, not one per repetition.
@@ -726,6 +767,503 @@ def _mysql(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> I
             s, e = p.span(name)
             if e > s and not _is_placeholder(b[s:e]):
                 yield s, e
+
+
+# ---------------------------------------------------------------------------
+# Prefixed service tokens: the prefix alone is distinctive enough
+# ---------------------------------------------------------------------------
+
+
+def _token(
+    kind: str,
+    scan: bytes,
+    body: bytes,
+    *,
+    fold: bool = True,
+    description: str = "",
+    check: Check | None = None,
+    word: bytes = rb"A-Za-z0-9_",
+    end: bytes = _END_ALNUM,
+) -> Rule:
+    """A token that starts with the literal ``scan`` (not glued to a word before
+    it) followed by ``body``, which is masked; the prefix stays visible."""
+    pattern = _not_after_word(scan, word) + rb"(?P<s>" + body + rb")" + end
+    return Rule(kind, description, scan, pattern, fold=fold, check=check)
+
+
+def _has_non_hex(m: re.Match, g: str, b: bytes, bl: bytes) -> bool:
+    """The masked body holds a character a hex digest never does (so a
+    ``4b1d...`` hash is not taken for a ClickHouse key)."""
+    s, e = m.span(g + "s")
+    return re.search(rb"[g-zA-Z]", b[s:e]) is not None
+
+
+def _has_digit(m: re.Match, g: str, b: bytes, bl: bytes) -> bool:
+    s, e = m.span(g + "s")
+    return _HAS_DIGIT_RE.search(b, s, e) is not None
+
+
+def _mask_before(n: int) -> Handler:
+    """Handler: mask the ``n`` bytes before the match (a token known by its suffix)."""
+
+    def handler(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Iterable[Span]:
+        return [(max(0, m.start() - n), m.start())]
+
+    return handler
+
+
+_SERVICES = (
+    "prefixed tokens of other services: 1Password A3-/ops_, Adobe p8e-, Airtable pat, Alibaba LTAI, "
+    "Artifactory AKCp/cmVmd, Atlassian ATATT3, Authress .acc_, Amazon Bedrock ABSK/bedrock-api-key-, "
+    "Azure AD client secrets ...Q~, ClickHouse 4b1d, Clojars, Cloudflare origin CA v1.0-, Defined Networking "
+    "dnkey-, Doppler dp.pt., Dropbox sl., Duffel, Dynatrace dt0c01., EasyPost EZAK/EZTK, Facebook EAAC/EAAM "
+    "and app|secret, Flutterwave FLWSECK, Fly.io fo1_/fm2_, Frame.io fio-u-, Grafana glc_/glsa_/eyJrIjoi, "
+    "Harness pat./sat., Terraform .atlasv1., Heroku HRKU-AA, Infracost ico-, Intra42 s-s4t2, Mailchimp "
+    "...-us1, Mapbox pk./sk., MaxMind _mmk, Microsoft Teams webhooks, New Relic NRAK-/NRII-/NRJS-, Octopus "
+    "API-, OpenShift sha256~, Plaid access-, PlanetScale pscale_, Postman PMAK-, Prefect pnu_, Pulumi pul-, "
+    "ReadMe rdme_, Scalingo tk-us-, Brevo xkeysib-, Sentry sntrys_/sntryu_, SettleMint sm_, Shippo, "
+    "Sidekiq, SonarQube squ_, Sourcegraph sgp_, Square sq0/EAAA, Twitter bearer AAAA..., Typeform tfp_, "
+    "Yandex AQVN"
+)
+
+_HEX = rb"[0-9a-f]"
+_UUID = _HEX + rb"{8}-" + _HEX + rb"{4}-" + _HEX + rb"{4}-" + _HEX + rb"{4}-" + _HEX + rb"{12}"
+_WB = rb"A-Za-z0-9+/"  # word characters of a base64 run: a token is not glued inside one
+
+_SERVICE_RULES: list[Rule] = [
+    _token(
+        "vault_token",
+        b"hvs.",
+        rb"[a-z0-9_-]{90,300}",
+        description="HashiCorp Vault tokens hvs., hvb., hvr.",
+        end=rb"(?![a-z0-9_-])",
+    ),
+    _token("vault_token", b"hvb.", rb"[a-z0-9_-]{90,400}", end=rb"(?![a-z0-9_-])"),
+    _token("vault_token", b"hvr.", rb"[a-z0-9_-]{20,300}", end=rb"(?![a-z0-9_-])"),
+    _token(
+        "databricks_token",
+        b"dapi",
+        rb"[0-9a-f]{32}(?:-[0-9])?",
+        fold=False,
+        description="Databricks access tokens dapi...",
+    ),
+    _token(
+        "langsmith_key",
+        b"lsv2_",
+        rb"(?:pt|sk)_[0-9a-f]{32}_[0-9a-f]{10}",
+        description="LangSmith API keys lsv2_pt_, lsv2_sk_",
+    ),
+    _token("rubygems_token", b"rubygems_", rb"[0-9a-f]{48}", description="RubyGems API keys rubygems_..."),
+    _token("huggingface_token", b"api_org_", rb"[a-z]{34}", check=_body_mixed),
+    _token("gitlab_token", b"glffct-", rb"[a-z0-9_-]{20,64}"),
+    _token("gitlab_token", b"GR1348941", rb"[A-Za-z0-9_-]{20,64}", fold=False),
+    _token("saas_token", b"ntn_", rb"[0-9]{11}[a-z0-9]{35}"),
+    _token(
+        "jwt",
+        b"ZXlK",  # a JWT encoded once more in base64: eyJhbGciOi, eyJ0eXAiOi, eyJraWQiOi
+        rb"(?:aGJHY2lPaU|MGVYQWlPaU|cmFXUWlPaU)[A-Za-z0-9+/]{40,16384}={0,2}",
+        fold=False,
+        word=_WB,
+        end=rb"(?![A-Za-z0-9+/=])",
+    ),
+    _token("mailgun_key", b"pubkey-", rb"[a-f0-9]{32}"),
+    _token("stripe_key", b"sk_prod_", rb"[a-z0-9]{10,256}", check=_body_mixed),
+    _token("stripe_key", b"rk_prod_", rb"[a-z0-9]{10,256}", check=_body_mixed),
+    _token(
+        "service_token",
+        b"A3-",
+        rb"[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}",
+        fold=False,
+        description=_SERVICES,
+    ),
+    _token("service_token", b"ops_", rb"eyj[a-z0-9+/]{200,8192}={0,3}", end=rb"(?![a-z0-9+/=])"),
+    _token("service_token", b"p8e-", rb"[a-z0-9]{32}"),
+    _token("service_token", b"pat", rb"[A-Za-z0-9]{14}\.[a-f0-9]{64}", fold=False),
+    _token("service_token", b"LTAI", rb"[A-Za-z0-9]{20}", fold=False, check=_has_digit),
+    _token("service_token", b"AKCp", rb"[A-Za-z0-9]{60,80}", fold=False),
+    _token("service_token", b"cmVmd", rb"[A-Za-z0-9]{59}", fold=False, word=_WB, end=rb"(?![A-Za-z0-9+/=])"),
+    _token("service_token", b"ATATT3", rb"[A-Za-z0-9_=-]{150,250}", fold=False, end=rb"(?![A-Za-z0-9_=-])"),
+    Rule(
+        "service_token",
+        "",
+        b".acc",
+        rb"[_-][a-z0-9-]{10,32}\.(?P<s>[a-z0-9+/_=-]{30,120})",
+        fold=True,
+    ),
+    _token(
+        "service_token", b"ABSK", rb"[A-Za-z0-9+/]{100,300}={0,2}", fold=False, word=_WB, end=rb"(?![A-Za-z0-9+/=])"
+    ),
+    _token("service_token", b"bedrock-api-key-", rb"[a-z0-9+/=%_-]{20,8192}", end=rb""),
+    Rule(
+        "service_token",
+        "",
+        b"Q~",
+        rb"(?<=[0-9]Q~)(?<![A-Za-z0-9_~.][A-Za-z0-9_~.]{3}[0-9]Q~)(?P<s>[A-Za-z0-9_~.-]{31,34})(?![A-Za-z0-9_~.-])",
+    ),
+    _token("service_token", b"4b1d", rb"[A-Za-z0-9]{38}", fold=False, check=_has_non_hex),
+    _token("service_token", b"clojars_", rb"[a-z0-9]{60}"),
+    _token("service_token", b"v1.0-", rb"[a-f0-9]{24}-[a-f0-9]{146}", fold=False),
+    _token("service_token", b"dnkey-", rb"[a-z0-9=_-]{26}-[a-z0-9=_-]{52}", end=rb"(?![a-z0-9=_-])"),
+    _token("service_token", b"dp.", rb"(?:pt|st|ct|sa|scim|audit)\.[a-z0-9]{40,44}"),
+    _token("service_token", b"sl.", rb"(?:u\.)?[A-Za-z0-9_=-]{130,1400}", fold=False, end=rb"(?![A-Za-z0-9_=-])"),
+    _token("service_token", b"duffel_", rb"(?:test|live)_[a-z0-9_=-]{43}", end=rb"(?![a-z0-9_=-])"),
+    _token("service_token", b"dt0c01.", rb"[a-z0-9]{24}\.[a-z0-9]{64}"),
+    _token("service_token", b"EZ", rb"(?:AK|TK)[A-Za-z0-9]{54}", fold=False),
+    _token(
+        "service_token",
+        b"EAA",
+        rb"(?:[MC][A-Za-z0-9]{100,4096}|A[A-Za-z0-9_-]{22,60})",
+        fold=False,
+        word=_WB,
+        end=rb"(?![A-Za-z0-9+/=_-])",
+    ),
+    Rule(
+        "service_token",
+        "",
+        b"|",
+        rb"(?<=[0-9]{15}\|)(?<![0-9]{17}\|)(?P<s>[0-9a-z_-]{27,40})(?![a-z0-9_-])",
+        fold=True,
+        check=_body_mixed,
+    ),
+    _token("service_token", b"flw", rb"(?:seck|pubk)(?:_test)?-[a-h0-9]{12,32}(?:-x)?", end=rb"(?![a-z0-9])"),
+    _token("service_token", b"fo1_", rb"[A-Za-z0-9_-]{43}", fold=False, end=rb"(?![A-Za-z0-9_-])"),
+    _token(
+        "service_token", b"fm", rb"(?:1[ar]|2)_[A-Za-z0-9+/]{100,8192}={0,3}", fold=False, end=rb"(?![A-Za-z0-9+/=])"
+    ),
+    _token("service_token", b"fio-u-", rb"[a-z0-9_=-]{64}", end=rb"(?![a-z0-9_=-])"),
+    _token("service_token", b"glc_", rb"[a-z0-9+/]{32,400}={0,3}", end=rb"(?![a-z0-9+/=])"),
+    _token("service_token", b"glsa_", rb"[a-z0-9]{32}_[a-f0-9]{8}"),
+    _token("service_token", b"eyJrIjoi", rb"[A-Za-z0-9]{60,400}={0,3}", fold=False, end=rb"(?![A-Za-z0-9=])"),
+    Rule(
+        "service_token",
+        "",
+        b"at.",
+        rb"(?<=[ps]at\.)(?<![A-Za-z0-9_][ps]at\.)(?P<s>[A-Za-z0-9_-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20})"
+        + _END_ALNUM,
+    ),
+    Rule("service_token", "", b".atlasv1.", rb"(?P<s>[a-z0-9_=-]{60,70})(?![a-z0-9_=-])", fold=True),
+    _token("service_token", b"HRKU-AA", rb"[A-Za-z0-9_-]{58}", fold=False, end=rb"(?![A-Za-z0-9_-])"),
+    _token("service_token", b"ico-", rb"[A-Za-z0-9]{32}", fold=False, check=_body_mixed),
+    _token("service_token", b"s-s4t2", rb"(?:ud|af)-[a-f0-9]{64}"),
+    Rule(
+        "service_token",
+        "",
+        b"-us",
+        rb"(?<=[0-9a-f]{32}-us)(?<![a-z0-9_][0-9a-f]{32}-us)[0-9]{1,2}" + _END_ALNUM,
+        fold=True,
+        handler=_mask_before(32),
+    ),
+    _token("service_token", b"k.eyJ1", rb"[A-Za-z0-9_-]{40,400}\.[A-Za-z0-9_-]{20,100}", fold=False),
+    Rule(
+        "service_token",
+        "",
+        b"_mmk",
+        rb"(?<=[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk)(?<![A-Za-z0-9_][A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk)" + _END_ALNUM,
+        handler=_mask_before(36),
+    ),
+    Rule(
+        "service_token",
+        "",
+        b".webhook.office.com",
+        rb"\\?/webhookb2\\?/(?P<s>[a-z0-9@/\\_-]{40,400})",
+        fold=True,
+    ),
+    _token("service_token", b"NR", rb"(?:AK|II|JS)-[A-Za-z0-9-]{19,40}", fold=False, check=_has_digit),
+    _token("service_token", b"API-", rb"[A-Z0-9]{26}", fold=False, check=_has_digit),
+    _token("service_token", b"sha256~", rb"[a-z0-9_-]{43}", end=rb"(?![a-z0-9_-])"),
+    _token("service_token", b"access-", rb"(?:sandbox|development|production)-" + _UUID, end=rb"(?![a-z0-9-])"),
+    _token("service_token", b"pscale_", rb"(?:tkn|oauth|pw)_[a-z0-9_=.-]{32,64}", end=rb"(?![a-z0-9_=.-])"),
+    _token("service_token", b"PMAK-", rb"[a-fA-F0-9]{24}-[a-fA-F0-9]{34}", fold=False),
+    _token("service_token", b"pnu_", rb"[a-z0-9]{36}"),
+    _token("service_token", b"pul-", rb"[a-f0-9]{40}", fold=False),
+    _token("service_token", b"rdme_", rb"[a-z0-9]{70}"),
+    _token("service_token", b"tk-us-", rb"[a-z0-9_-]{48}", end=rb"(?![a-z0-9_-])"),
+    _token("service_token", b"xkeysib-", rb"[a-f0-9]{64}-[a-z0-9]{16}"),
+    _token("service_token", b"xsmtpsib-", rb"[a-f0-9]{64}-[a-z0-9]{16}"),
+    _token("service_token", b"sntrys_", rb"eyj[a-z0-9+/=_]{60,800}", end=rb"(?![a-z0-9+/=_])"),
+    _token("service_token", b"sntryu_", rb"[a-f0-9]{64}"),
+    _token("service_token", b"sm_", rb"(?:aat|pat|sat)_[a-z0-9]{16}", check=_body_mixed),
+    _token("service_token", b"shippo_", rb"(?:live|test)_[a-f0-9]{40}"),
+    Rule(
+        "service_token",
+        "",
+        b"__contribsys__com",
+        rb"(?:\\{0,3}[\"'])?[ \t]*[=:][ \t]*(?:\\{0,3}[\"'])?(?P<s>[a-f0-9]{8}:[a-f0-9]{8})" + _END_ALNUM,
+        fold=True,
+    ),
+    _token("service_token", b"sq", rb"[upa]_[a-f0-9]{40}", fold=False),
+    _token("service_token", b"sgp_", rb"(?:[a-f0-9]{16}_|local_)?[a-f0-9]{40}"),
+    _token("service_token", b"sq0", rb"(?:atp|csp)-[a-z0-9_-]{22,60}", end=rb"(?![a-z0-9_-])"),
+    _token(
+        "service_token",
+        b"AAAAAAAAAAAAAAAAAAAAA",
+        rb"[A-Za-z0-9%]{60,120}",
+        fold=False,
+        word=_WB,
+        end=rb"(?![A-Za-z0-9%+/=])",
+        check=_body_mixed,
+    ),
+    _token("service_token", b"tfp_", rb"[a-z0-9_.=-]{59}", end=rb"(?![a-z0-9_.=-])"),
+    _token("service_token", b"AQVN", rb"[A-Za-z0-9_-]{35,38}", fold=False, end=rb"(?![A-Za-z0-9_-])"),
+]
+
+
+# ---------------------------------------------------------------------------
+# Passwords on the command line of well-known tools
+# ---------------------------------------------------------------------------
+
+_CMD_END_RE = re.compile(rb"\n|\\n|[;|]|&&")
+_FLAG_VALUE = (
+    rb"(?:[ \t]+|=)(?:\"(?P<s>[^\"\n\\]{1,256})\"|'(?P<s2>[^'\n\\]{1,256})'"
+    rb"|(?P<s3>[^\s\"'\\;|&<>-][^\s\"'\\;|&<>]{0,255}))"
+)
+
+
+def _flag_values(flags: bytes) -> Handler:
+    """Handler: mask the value of each of ``flags`` (a case-sensitive regex
+    alternative, e.g. ``-p|--password``) up to the end of the command."""
+    flag_re = re.compile(rb"[ \t](?:" + flags + rb")" + _FLAG_VALUE)
+
+    def handler(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Iterator[Span]:
+        start = m.end()
+        stop = _CMD_END_RE.search(bl, start, start + 2000)
+        end = stop.start() if stop is not None else min(len(b), start + 2000)
+        for p in flag_re.finditer(b, start, end):
+            for name in ("s", "s2", "s3"):
+                s, e = p.span(name)
+                if e > s and not _is_placeholder(b[s:e]):
+                    yield s, e
+
+    return handler
+
+
+_HTPASSWD_RE = re.compile(
+    rb"(?:[ \t]+-[a-zA-Z]{1,8}){0,6}[ \t]+-(?P<f>[a-zA-Z]{0,8}b[a-zA-Z]{0,8})(?:[ \t]+-[a-zA-Z]{1,8}){0,6}"
+    rb"(?P<file>[ \t]+[^\s-][^\s]{0,255})?[ \t]+[^\s-][^\s]{0,255}[ \t]+"
+    rb"(?:\"(?P<s>[^\"\n\\]{1,256})\"|'(?P<s2>[^'\n\\]{1,256})'|(?P<s3>[^\s\"'\\;|&<>]{1,256}))"
+)
+
+
+def _htpasswd(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Iterable[Span]:
+    """``htpasswd -b[c] FILE USER PASS`` and ``htpasswd -nb USER PASS``: the last argument."""
+    p = _HTPASSWD_RE.match(b, m.end())
+    if p is None or ("n" in p.group("f").decode()) != (p.group("file") is None):
+        return ()
+    for name in ("s", "s2", "s3"):
+        s, e = p.span(name)
+        if e > s and not _is_placeholder(b[s:e]):
+            return [(s, e)]
+    return ()
+
+
+_CLI_TOOLS = (
+    "passwords given to well-known tools on the command line: docker/podman/nerdctl/buildah/skopeo/helm/oras/"
+    "oc/az/cf login -p, redis-cli -a, mongosh/mongo/mongodump -p, htpasswd -b, sqlcmd/bcp -P, ldapsearch... -w, "
+    "keytool/jarsigner -storepass/-keypass, smbclient -U user%pass, rabbitmqctl add_user"
+)
+
+_CLI_RULES: list[Rule] = [
+    Rule(
+        "cli_password",
+        _CLI_TOOLS,
+        b"login",
+        rb"(?:(?<=docker login)|(?<=podman login)|(?<=nerdctl login)|(?<=buildah login)|(?<=skopeo login)"
+        rb"|(?<=registry login)|(?<=oras login)|(?<=oc login)(?:(?<![a-z0-9_.-]oc login)|(?<=\\[nrt]oc login))"
+        rb"|(?<=az login)(?:(?<![a-z0-9_.-]az login)|(?<=\\[nrt]az login))"
+        rb"|(?<=cf login)(?:(?<![a-z0-9_.-]cf login)|(?<=\\[nrt]cf login)))",
+        fold=True,
+        handler=_flag_values(rb"-p|--password"),
+    ),
+    Rule("cli_password", "", b"redis-cli", rb"", fold=True, handler=_flag_values(rb"-a|--pass")),
+    Rule(
+        "cli_password",
+        "",
+        b"mongo",
+        rb"(?:sh|dump|restore|import|export|stat|top|files)?(?![a-z0-9_])",
+        fold=True,
+        handler=_flag_values(rb"-p|--password"),
+    ),
+    Rule("cli_password", "", b"htpasswd", rb"(?![a-z0-9_.])", fold=True, handler=_htpasswd),
+    Rule("cli_password", "", b"sqlcmd", rb"", fold=True, handler=_flag_values(rb"-P")),
+    Rule("cli_password", "", b"bcp ", rb"", fold=True, handler=_flag_values(rb"-P")),
+    Rule(
+        "cli_password",
+        "",
+        b"ldap",
+        rb"(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop)(?![a-z0-9_])",
+        fold=True,
+        handler=_flag_values(rb"-w"),
+    ),
+    Rule(
+        "cli_password",
+        "",
+        b"keytool",
+        rb"",
+        fold=True,
+        handler=_flag_values(rb"-(?:src|dest|new)?(?:store|key)pass"),
+    ),
+    Rule(
+        "cli_password",
+        "",
+        b"jarsigner",
+        rb"",
+        fold=True,
+        handler=_flag_values(rb"-(?:store|key)pass"),
+    ),
+    Rule(
+        "cli_password",
+        "",
+        b"smbclient",
+        rb"(?:(?!smbclient)[^\n;|]){0,500}?[ \t](?:-U|--user)[ \t=]+[\"']?[^\s%\"']{1,64}%(?P<s>[^\s\"']{1,256})",
+        fold=False,
+        check=_group_not_placeholder("s"),
+    ),
+    Rule(
+        "cli_password",
+        "",
+        b"rabbitmqctl",
+        rb"[ \t]+(?:add_user|change_password)[ \t]+[\"']?[^\s\"']{1,128}[\"']?[ \t]+"
+        rb"(?:[\"'](?P<s>[^\"'\n]{1,256})[\"']|(?P<s2>[^\s\"'\\;|&]{1,256}))",
+        fold=True,
+        check=_group_not_placeholder("s", "s2"),
+    ),
+]
+
+
+# ---------------------------------------------------------------------------
+# Session cookies by name, and curl -b
+# ---------------------------------------------------------------------------
+
+
+def _session_value(m: re.Match, g: str, b: bytes, bl: bytes) -> bool:
+    s, e = m.span(g + "s")
+    return _looks_random(b[s:e])
+
+
+_CURL_COOKIE_RE = re.compile(rb"[ \t](?:-b|--cookie)(?:[ \t]+|=)(?:\\{0,3}[\"'])?")
+
+
+def _curl_cookies(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Iterator[Span]:
+    """``curl -b 'name=value; name2=value2'``: every cookie value (a cookie jar
+    file name, without ``=``, is left alone)."""
+    start = m.end()
+    stop = _CMD_END_RE.search(bl, start, start + 4000)
+    end = stop.start() if stop is not None else min(len(b), start + 4000)
+    for c in _CURL_COOKIE_RE.finditer(b, start, end):
+        pos = c.end()
+        while pos < end:
+            p = _COOKIE_PAIR_RE.match(b, pos, end)
+            if p is None:
+                break
+            s, e = p.span("v")
+            if not _is_placeholder(b[s:e]):
+                yield s, e
+            pos = p.end()
+
+
+_SESSION_VALUE = rb"(?P<s>[a-z0-9%._~+/=:-]{16,4096})(?![a-z0-9%._~+/=:-])"
+
+# One scan literal per cookie name ending in "=" (cookie syntax): "session" alone is a common word, and
+# the prefilter's needles are these literals.
+_SESSION_COOKIE_RULES: list[Rule] = [
+    Rule(
+        "session_cookie",
+        "session cookies by their usual names, wherever written (curl -b, document.cookie, logs): PHPSESSID, "
+        "JSESSIONID, ASP.NET_SessionId, sessionid, laravel_session, _gitlab_session, *_session, _session_id, "
+        "connect.sid, next-auth.session-token",
+        b"sessid=",
+        rb"(?<=phpsessid=)" + _SESSION_VALUE,
+        fold=True,
+        check=_session_value,
+    ),
+    Rule(
+        "session_cookie",
+        "",
+        b"sessionid=",
+        rb"(?:(?<=jsessionid=)|(?<![a-z0-9_.-]sessionid=)|(?<=asp\.net_sessionid=))" + _SESSION_VALUE,
+        fold=True,
+        check=_session_value,
+    ),
+    Rule("session_cookie", "", b"_session=", _SESSION_VALUE, fold=True, check=_session_value),
+    Rule("session_cookie", "", b"_session_id=", _SESSION_VALUE, fold=True, check=_session_value),
+    Rule(
+        "session_cookie",
+        "",
+        b"session-token=",
+        rb"(?<=next-auth\.session-token=)" + _SESSION_VALUE,
+        fold=True,
+        check=_session_value,
+    ),
+    Rule(
+        "session_cookie",
+        "",
+        b"connect.sid=",
+        rb"(?P<s>[a-z0-9%._~+/:-]{16,4096})",
+        fold=True,
+    ),
+    Rule("cookie", "", b"curl", rb"(?![a-z0-9_])", fold=True, handler=_curl_cookies),
+]
+
+
+# ---------------------------------------------------------------------------
+# Configuration pairs whose key is a separate attribute
+# ---------------------------------------------------------------------------
+
+_NAME_ATTR_RE = re.compile(
+    rb"(?<![a-z0-9_])(?:key|name)(?:\\{0,3}[\"'])?[ \t]*[=:][ \t]*(?:\\{0,3}[\"'])?(?P<n>[a-z0-9_.:-]{2,80})"
+)
+_PAIR_GAP_RE = re.compile(rb"(?:\\[nrt]|[\s\"'\\,;{}-]){0,40}")
+_SECRET_NAME_RE = re.compile(
+    rb"pass(?:word|wd|phrase)?|pwd|secret|token|credential|auth|connection[_.-]?string"
+    rb"|(?:api|access|private|signing|encryption|master|license|account|client|app)[_.-]?key"
+)
+_NOT_SECRET_NAME_RE = re.compile(
+    rb".*[_.-]?(?:name|id|url|uri|file|path|type|count|length|size|endpoint|user|username|expiry|expires|ttl)"
+)
+_PAIR_VALUE_RE = re.compile(rb"[^\s\"'<>,;}\]\\]{1,4096}")
+
+
+def _config_pair(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Iterable[Span]:
+    """``<add key="ApiKey" value="..."/>``, ``{"name": "DB_PASSWORD", "value": "..."}``,
+    ``- name: API_KEY\\n  value: ...``: a value whose sibling key or name attribute names a secret."""
+    start = m.start()
+    near = None
+    for found in _NAME_ATTR_RE.finditer(bl, max(0, start - 200), start):
+        near = found  # the last name before this value
+    if near is None or not _PAIR_GAP_RE.fullmatch(bl, near.end(), start):
+        return ()
+    name = near.group("n")
+    if not _SECRET_NAME_RE.search(name) or _NOT_SECRET_NAME_RE.fullmatch(name):
+        return ()
+    vpos = m.end()
+    quoted = _quoted_value(b, vpos)
+    if quoted is not None:
+        s, e = quoted
+    else:
+        v = _PAIR_VALUE_RE.match(b, vpos)
+        if v is None:
+            return ()
+        s, e = v.span()
+    value = b[s:e]
+    if e <= s or _is_placeholder(value) or _is_expression(value):
+        return ()
+    if _DIGITS_RE.fullmatch(value) and len(value) < 12:
+        return ()  # {"name": "max_tokens", "value": "4096"}: a setting, not a secret
+    return [(s, e)]
+
+
+_CONFIG_PAIR_RULES: list[Rule] = [
+    Rule(
+        "config_pair",
+        'configuration pairs whose key is a separate attribute: <add key="ApiKey" value="..."/> (.NET, NuGet), '
+        '{"key": "api_key", "value": "..."} and {"name": "DB_PASSWORD", "value": "..."} (JSON), '
+        "- name: API_KEY / value: ... (YAML: Kubernetes, ECS, CI variables)",
+        b"value",
+        _not_after_word(b"value") + rb"(?:\\{0,3}[\"'])?[ \t]*[=:][ \t]*",
+        fold=True,
+        handler=_config_pair,
+    ),
+]
 
 
 RULES: list[Rule] = [
@@ -763,7 +1301,8 @@ RULES: list[Rule] = [
         "azure_storage_key",
         "Azure storage AccountKey= and SharedAccessKey= values",
         b"k",
-        rb"ey(?:(?<=accountkey)|(?<=sharedaccesskey))(?:[ \t]*=[ \t]*|%3d)(?P<s>(?:[a-z0-9+/]|%2[bf]){20,256}(?:=|%3d){0,2})",
+        rb"ey(?:(?<=accountkey)|(?<=sharedaccesskey))(?:[ \t]*=[ \t]*|%3d|%253d)"
+        rb"(?P<s>(?:[a-z0-9+/]|%2[bf]|%252[bf]){20,256}(?:=|%3d|%253d){0,2})",
         fold=True,
     ),
     Rule(
@@ -815,7 +1354,7 @@ RULES: list[Rule] = [
         "stripe_key",
         "Stripe secret and restricted keys sk_live_, sk_test_, rk_live_, rk_test_, webhook secrets whsec_",
         b"k",
-        rb"_(?<=[rs]k_)(?:(?<![a-z0-9][rs]k_)|(?<=\\[nrtbf][rs]k_))(?:live|test)_(?P<s>[a-z0-9]{10,256})",
+        rb"_(?<=[rs]k_)(?:(?<![a-z0-9][rs]k_)|(?<=\\[nrtbf][rs]k_)|(?<=%[0-9a-f]{2}[rs]k_))(?:live|test)_(?P<s>[a-z0-9]{10,256})",
         fold=True,
         check=_body_mixed,
     ),
@@ -860,7 +1399,8 @@ RULES: list[Rule] = [
         "Authorization / Proxy-Authorization header values (Bearer, Basic, token, Bot...)",
         b"uth",
         rb"orization(?<=authorization)(?:\\{0,3}[\"'])?[ \t]*[:=][ \t]*(?P<oq>\\{0,3}[\"'])?[ \t]*"
-        rb"(?:(?P<sc>bearer|basic|token|bot|digest|negotiate|ntlm|apikey|api-key|sso-key|key|jwt|aws4-hmac-sha256)[ \t]+)?"
+        rb"(?:(?P<sc>bearer|basic|token|bot|digest|negotiate|ntlm|apikey|api-key|sso-key|key|jwt|aws4-hmac-sha256)"
+        rb"[ \t]+)?"
         rb"(?P<s>[^\s\"'\\,;<>{}]{1,4096}(?:[ \t]*,[ \t]*[a-z]{1,32}=[^\s\"'\\,;<>]{1,512}){0,8})",
         fold=True,
         check=_auth_header_check,
@@ -878,14 +1418,15 @@ RULES: list[Rule] = [
         "slack_webhook",
         "Slack incoming-webhook and workflow URLs",
         b"://",
-        rb"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[a-z0-9/_-]{8,256})",
+        rb"hooks\.slack\.com\\?/(?:services|workflows|triggers)\\?/(?P<s>[a-z0-9/_\\-]{8,256})",
         fold=True,
     ),
     Rule(
         "discord_webhook",
         "Discord webhook URLs",
         b"://",
-        rb"(?:ptb\.|canary\.)?discord(?:app)?\.com/api/(?:v[0-9]+/)?webhooks/[0-9]{5,30}/(?P<s>[a-z0-9_-]{20,256})",
+        rb"(?:ptb\.|canary\.)?discord(?:app)?\.com\\?/api\\?/(?:v[0-9]+\\?/)?webhooks\\?/[0-9]{5,30}\\?/"
+        rb"(?P<s>[a-z0-9_-]{20,256})",
         fold=True,
     ),
     Rule(
@@ -1097,13 +1638,15 @@ RULES: list[Rule] = [
         + _not_after_word(b"ASIA", rb"A-Za-z0-9+/")
         + rb")(?P<s>[A-Z0-9]{16})"
         + _END_ALNUM
-        + rb"(?s:.){0,300}?(?<=[\s,;:=|\"'>])(?P<s2>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+        + rb"(?s:.){0,300}?(?<=[\s,;:=|\"'>])(?P<s2>(?:[A-Za-z0-9+]|\\?/){40})(?![A-Za-z0-9/+=])",
+        check=_group_not_placeholder("s"),  # AWS's documented AKIAIOSFODNN7EXAMPLE
     ),
     Rule(
         "aws_access_key_id",
         "AWS access key ids AKIA..., ASIA..., AGPA..., AIDA..., AROA... and A3T...",
         b"A",
         rb"(?:3T[A-Z0-9]|KIA|SIA|GPA|IDA|ROA|IPA|NPA|NVA|BIA|CCA)(?P<s>[A-Z0-9]{16})" + _END_ALNUM,
+        check=_group_not_placeholder("s"),
     ),
     Rule(
         "google_api_key",
@@ -1125,11 +1668,15 @@ RULES: list[Rule] = [
         "telegram_bot_token",
         "Telegram bot tokens (digits:AA...) in text that mentions telegram",
         b"A",
-        rb"A(?<=[0-9]:AA)[A-Za-z0-9_-]{31,40}(?![A-Za-z0-9_-])",
+        rb"A(?:(?<=[0-9]:AA)|(?<=[0-9]%3AAA)|(?<=[0-9]%253AAA))[A-Za-z0-9_-]{31,40}(?![A-Za-z0-9_-])",
         check=_near_telegram,
         handler=_whole_match,
     ),
 ]
+
+RULES.extend(_SERVICE_RULES + _CLI_RULES + _SESSION_COOKIE_RULES + _CONFIG_PAIR_RULES)
+# URLs written with JSON's escaped slashes (PHP's json_encode: postgres:\/\/app:pw@db\/prod): the same rules
+RULES.extend([replace(rule, scan=b":\\/\\/") for rule in RULES if rule.scan == b"://"])
 
 _ASSIGNMENT_DESCRIPTION = (
     "values beside secret-like key names (password, passwd, pwd, passphrase, secret, token, api_key, "
@@ -1175,6 +1722,12 @@ class _Scanner:
     rules: dict[str, tuple[Rule, list[str]]]  # group name -> (rule, mask group names)
 
 
+def _prefixed_groups(pattern: bytes, pfx: bytes) -> bytes:
+    """``pattern`` with every group name (and back-reference) prefixed by ``pfx``."""
+    pattern = _GROUP_DEF.sub(lambda m: b"(?P<" + pfx + m.group(1) + b">", pattern)
+    return _GROUP_REF.sub(lambda m: b"(?P=" + pfx + m.group(1) + b")", pattern)
+
+
 def _compile(rules: list[Rule]) -> list[_Scanner]:
     grouped: dict[tuple, list[Rule]] = {}
     for rule in rules:
@@ -1189,8 +1742,7 @@ def _compile(rules: list[Rule]) -> list[_Scanner]:
             name = f"r{n}"
             n += 1
             pfx = name.encode() + b"_"
-            src = _GROUP_DEF.sub(lambda m: b"(?P<" + pfx + m.group(1) + b">", rule.pattern)
-            src = _GROUP_REF.sub(lambda m: b"(?P=" + pfx + m.group(1) + b")", src)
+            src = _prefixed_groups(rule.pattern, pfx)
             # An empty group closing each alternative names the rule that
             # matched (m.lastgroup) and marks where it ended, without hiding
             # the alternative's leading literal from the engine's fast check.
@@ -1327,7 +1879,8 @@ def _item(op, av, left: frozenset) -> _Lits:
             _union([a.req for a in alts]) or _EMPTY,
         )
     if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT):
-        return _repeat(*av, left)
+        lo, hi, sub = av
+        return _repeat(lo, hi, sub, left)
     if op is _sre.ASSERT:
         direction, sub = av
         if direction < 0:  # a lookbehind: its match ends here
@@ -1384,7 +1937,7 @@ def _needles(regex: re.Pattern) -> frozenset:
     if regex.flags & re.IGNORECASE:
         return _EMPTY
     req = _seq(_sre_parse.parse(regex.pattern, regex.flags).data, _EMPTY).req
-    return _shortest(req, bytes.__contains__)  # a needle holding another adds nothing
+    return _shortest(req, bytes.__contains__) or _EMPTY  # a needle holding another adds nothing
 
 
 def _hs_literal(needle: bytes) -> bytes:
@@ -1392,7 +1945,7 @@ def _hs_literal(needle: bytes) -> bytes:
     return b"".join(b"\\x%02x" % c for c in needle)
 
 
-def _prefilter(scanners: list[_Scanner]) -> tuple[object | None, list[int]]:
+def _prefilter(scanners: list[_Scanner]) -> tuple[Any, list[int]]:
     """(a Hyperscan database reporting, as its id, the index of each scanner with
     a needle in a text; indexes of the scanners that always run).  Folded
     scanners' needles are matched ASCII-caseless in the original bytes, which

@@ -17,6 +17,7 @@ back unchanged.
 from __future__ import annotations
 
 import base64
+import html
 import json
 import random
 import string
@@ -302,7 +303,10 @@ def g_jwt(rng):
 
 def g_azure_storage(rng):
     key = _r(rng, 86, B64) + "=="
-    v = f"DefaultEndpointsProtocol=https;AccountName={_r(rng, 10, LOWER)};AccountKey={key};EndpointSuffix=core.windows.net"
+    v = (
+        f"DefaultEndpointsProtocol=https;AccountName={_r(rng, 10, LOWER)};AccountKey={key};"
+        "EndpointSuffix=core.windows.net"
+    )
     return Sample(
         "azure_storage_key", value=v, key="connection", secrets=[key[:-2]], keeps=["AccountKey="], url_safe=False
     )
@@ -522,6 +526,144 @@ def g_assignment(rng):
     )
 
 
+def g_vault(rng):
+    p, n = rng.choice([("hv" + "s.", 95), ("hv" + "b.", 150), ("hv" + "s.", 110)])
+    return _bare("vault_token", p + _r(rng, n, B64U), p, rng)
+
+
+def g_databricks(rng):
+    p = "da" + "pi"
+    return _bare("databricks_token", p + _r(rng, 32, HEX) + rng.choice(["", "-2"]), p, rng)
+
+
+def g_langsmith(rng):
+    p = "lsv" + "2_" + rng.choice(["pt", "sk"]) + "_"
+    return _bare("langsmith_key", p + _r(rng, 32, HEX) + "_" + _r(rng, 10, HEX), "lsv" + "2_", rng)
+
+
+def g_rubygems(rng):
+    p = "ruby" + "gems_"
+    return _bare("rubygems_token", p + _r(rng, 48, HEX), p, rng)
+
+
+# Other services' documented token shapes: (prefix, body length, alphabet)
+SERVICE_SHAPES = [
+    ("op" + "s_eyJ", 260, B64[:62]),
+    ("p8" + "e-", 32, LOWER + DIGITS),
+    ("LT" + "AI", 20, ALNUM),
+    ("AK" + "Cp", 69, ALNUM),
+    ("ATA" + "TT3", 186, ALNUM + "_-"),
+    ("AB" + "SK", 132, ALNUM),
+    ("4b" + "1d", 38, UPPER + LOWER),
+    ("CLO" + "JARS_", 60, LOWER + DIGITS),
+    ("dp" + ".pt.", 43, ALNUM),
+    ("duf" + "fel_live_", 43, ALNUM),
+    ("EZ" + "AK", 54, ALNUM),
+    ("EA" + "AC", 120, ALNUM),
+    ("EA" + "AA", 60, ALNUM),
+    ("FLW" + "SECK_TEST-", 32, "abcdefgh0123456789"),
+    ("fo" + "1_", 43, ALNUM),
+    ("fm" + "2_", 120, ALNUM),
+    ("fio" + "-u-", 64, ALNUM),
+    ("gl" + "c_", 80, ALNUM),
+    ("HR" + "KU-AA", 58, ALNUM),
+    ("ic" + "o-", 32, ALNUM),
+    ("s-s4" + "t2ud-", 64, HEX),
+    ("NR" + "AK-", 27, UPPER + DIGITS),
+    ("sha" + "256~", 43, ALNUM),
+    ("psc" + "ale_tkn_", 43, ALNUM),
+    ("pn" + "u_", 36, ALNUM),
+    ("pu" + "l-", 40, HEX),
+    ("rd" + "me_", 70, LOWER + DIGITS),
+    ("tk" + "-us-", 48, ALNUM),
+    ("sntr" + "yu_", 64, HEX),
+    ("sm" + "_pat_", 16, ALNUM),
+    ("shi" + "ppo_live_", 40, HEX),
+    ("sq" + "u_", 40, HEX),
+    ("sg" + "p_", 40, HEX),
+    ("sq" + "0atp-", 22, ALNUM),
+    ("tf" + "p_", 59, ALNUM),
+    ("AQ" + "VN", 36, ALNUM),
+]
+
+
+def g_service(rng):
+    p, n, alphabet = rng.choice(SERVICE_SHAPES)
+    body = _r(rng, n, alphabet)
+    if p.startswith("sm" + "_"):
+        body = rng.choice(UPPER) + body[1:-1] + rng.choice(DIGITS)  # SettleMint: mixed case
+    sample = _bare("service_token", p + body, p, rng)
+    sample.keeps = [p[:2]]  # rules keep the service's prefix, sometimes not its sub-kind (dp. of dp.pt.)
+    return sample
+
+
+def g_cli_password(rng):
+    pw = _password(rng)
+    user = _r(rng, 6, LOWER)
+    form = rng.choice(
+        [
+            f"docker login -u {user} -p {pw} registry.example.com",
+            f"podman login --username {user} -p '{pw}' quay.io",
+            f"redis-cli -h cache.internal -a {pw} ping",
+            f"az login -u {user}@example.com -p {pw}",
+            f"mongosh -u {user} -p {pw} --authenticationDatabase admin",
+            f"htpasswd -b .htpasswd {user} {pw}",
+            f"htpasswd -nb {user} {pw}",
+            f"sqlcmd -S db -U {user} -P {pw} -Q 'select 1'",
+            f"ldapsearch -x -D cn={user},dc=example,dc=com -w {pw} -b dc=example,dc=com",
+            f"keytool -list -keystore app.jks -storepass {pw}",
+            f"rabbitmqctl add_user {user} {pw}",
+        ]
+    )
+    return Sample("cli_password", snippet=form, secrets=[pw], keeps=[form.split()[0]])
+
+
+SESSION_COOKIES = [
+    "PHPSESSID",
+    "JSESSIONID",
+    "laravel_session",
+    "connect.sid",
+    "sessionid",
+    "_session_id",
+    "_gitlab_session",
+]
+
+
+def g_session_cookie(rng):
+    name = rng.choice(SESSION_COOKIES)
+    value = _r(rng, rng.randint(26, 48))
+    if name == "connect.sid":
+        value = "s%3A" + value + "." + _r(rng, 43, B64U)
+    form = rng.choice(
+        [
+            f"curl -b '{name}={value}' https://app.example.com/api/me",
+            f'curl --cookie "{name}={value}" https://app.example.com/',
+            f"curl -s -b {name}={value} -H 'Accept: application/json' https://app.example.com/x",
+            f'document.cookie = "{name}={value}; path=/";',
+            f"Cookie: {name}={value}",
+        ]
+    )
+    return Sample("session_cookie", snippet=form, secrets=[value], keeps=[name + "="])
+
+
+CONFIG_PAIR_NAMES = ["ApiKey", "api_key", "DB_PASSWORD", "ClientSecret", "AUTH_TOKEN", "ClearTextPassword", "SecretKey"]
+
+
+def g_config_pair(rng):
+    name = rng.choice(CONFIG_PAIR_NAMES)
+    value = _password(rng)
+    form = rng.choice(
+        [
+            f'<appSettings>\n  <add key="{name}" value="{value}" />\n</appSettings>',
+            json.dumps([{"key": name, "value": value}, {"key": "Region", "value": "eu"}]),
+            json.dumps({"env": [{"name": name, "value": value}]}, indent=2),
+            f"env:\n  - name: {name}\n    value: {value}\n  - name: LOG_LEVEL\n    value: info\n",
+            f'env:\n  - name: {name}\n    value: "{value}"\n',
+        ]
+    )
+    return Sample("config_pair", snippet=form, secrets=[value], keeps=[name])
+
+
 GENERATORS: dict[str, Callable[[random.Random], Sample]] = {
     "secret_assignment": g_assignment,
     "authorization_header": g_authorization,
@@ -566,6 +708,14 @@ GENERATORS: dict[str, Callable[[random.Random], Sample]] = {
     "age_secret_key": g_age,
     "netrc": g_netrc,
     "putty_private_key": g_putty,
+    "vault_token": g_vault,
+    "databricks_token": g_databricks,
+    "langsmith_key": g_langsmith,
+    "rubygems_token": g_rubygems,
+    "service_token": g_service,
+    "cli_password": g_cli_password,
+    "session_cookie": g_session_cookie,
+    "config_pair": g_config_pair,
 }
 
 
@@ -623,7 +773,9 @@ def c_yaml(s: Sample, rng) -> str:
     if s.snippet:
         if "\n" in s.snippet:
             return (
-                "steps:\n  - name: setup\n    run: |\n" + "\n".join("      " + l for l in s.snippet.splitlines()) + "\n"
+                "steps:\n  - name: setup\n    run: |\n"
+                + "\n".join("      " + line for line in s.snippet.splitlines())
+                + "\n"
             )
         return f"steps:\n  - name: setup\n    run: {s.snippet}\n"
     q = rng.choice(["", '"', "'"])
@@ -642,7 +794,7 @@ def c_toml(s: Sample, rng) -> str:
 def c_ini(s: Sample, rng) -> str:
     if s.snippet:
         lines = s.snippet.splitlines()
-        return "[task]\ncommand = " + lines[0] + "".join("\n    " + l for l in lines[1:]) + "\nretries = 2\n"
+        return "[task]\ncommand = " + lines[0] + "".join("\n    " + line for line in lines[1:]) + "\nretries = 2\n"
     return f"[default]\nregion = eu-west-1\n{s.key} = {s.value}\noutput = json\n"
 
 
@@ -701,6 +853,28 @@ def c_url(s: Sample, rng) -> str | None:
     return f"https://api.example.com/v1/items?page=2&{s.key}={s.value}&sort=asc"
 
 
+def c_json_slashes(s: Sample, rng) -> str:
+    # PHP's json_encode escapes every slash: postgres:\/\/app:pw@db\/prod
+    return c_json(s, rng).replace("/", "\\/")
+
+
+def c_html(s: Sample, rng) -> str | None:
+    # a page pasted with its entities: &quot;password&quot;: &quot;...&quot;
+    if s.snippet:
+        return None
+    return "<pre>{&quot;" + s.key + "&quot;: &quot;" + html.escape(s.value) + "&quot;}</pre>"
+
+
+def c_url_encoded_key(s: Sample, rng) -> str | None:
+    # a query string encoded once more, key name and all: next=%3Fapi%5Fkey%3D...%26page%3D2
+    if s.snippet or "://" in s.value:
+        return None
+    encoded = quote(s.key, safe="").replace("_", "%5F").replace(".", "%2E").replace("-", "%2D")
+    return (
+        f"https://app.example.com/login?next=%2Fcb%3F{encoded}%3D{quote(quote(s.value, safe=''), safe='')}%26page%3D2"
+    )
+
+
 CONTEXTS: dict[str, Callable[[Sample, random.Random], str | None]] = {
     "json": c_json,
     "json_escaped": c_json_escaped,
@@ -714,6 +888,9 @@ CONTEXTS: dict[str, Callable[[Sample, random.Random], str | None]] = {
     "js": c_js,
     "http": c_http,
     "url": c_url,
+    "json_slashes": c_json_slashes,
+    "html": c_html,
+    "url_encoded_key": c_url_encoded_key,
 }
 
 
@@ -721,6 +898,9 @@ def _forms(secret: str) -> list[str]:
     """How a secret can appear once its context escaped it."""
     forms = {secret, json.dumps(secret)[1:-1], json.dumps(json.dumps(secret)[1:-1])[1:-1], xml_escape(secret)}
     forms.add(quote(secret, safe=""))
+    forms.add(quote(quote(secret, safe=""), safe=""))
+    forms.add(html.escape(secret))
+    forms |= {f.replace("/", "\\/") for f in list(forms)}
     return [f for f in forms if len(f) >= 4]
 
 
@@ -747,7 +927,9 @@ def leaked(case: Case, out: str) -> list[str]:
 
 def lost_keeps(case: Case, out: str) -> list[str]:
     return [
-        k for k in case.keeps if not any(f in out for f in {k, json.dumps(k)[1:-1], xml_escape(k), quote(k, safe="")})
+        k
+        for k in case.keeps
+        if not any(f in out for f in {k, json.dumps(k)[1:-1], xml_escape(k), quote(k, safe=""), k.replace("/", "\\/")})
     ]
 
 
@@ -790,8 +972,12 @@ def negatives(seed: int = 99) -> Iterator[tuple[str, str]]:
         "hex colours": 'color: #ff00aa;\nbackground: #1E90FF;\n"accent": "#abcdef"',
         "integrity": f'"integrity": "sha512-{_r(rng, 86, B64)}=="',
         "pwd": "PWD=/home/user/project\nOLDPWD=/tmp\n",
-        "keys not secret": 'sort_key = "name"\nprimary_key = True\n"key": "Enter"\nmonkey: banana\ncache_key = f"user:{uid}"',
-        "flags": "git push -u origin main\nssh -p 2222 host\ndocker run -u 1000:1000 image\nmysql -h db -P 3306 -u root app",
+        "keys not secret": (
+            'sort_key = "name"\nprimary_key = True\n"key": "Enter"\nmonkey: banana\ncache_key = f"user:{uid}"'
+        ),
+        "flags": (
+            "git push -u origin main\nssh -p 2222 host\ndocker run -u 1000:1000 image\nmysql -h db -P 3306 -u root app"
+        ),
         "urls without password": "https://github.com/user/repo.git\ngit@github.com:user/repo.git\nhttps://user@host.example.com/x",
         "words like prefixes": "sk-learn compatible; task-runner; disk-usage; the hf_hub cache; npm_config_cache",
         "more prefix-like words": "taxi-driver; a secret_handshake_protocol; ./r8_cache; dop_v1_notes; gsk_tmp",
@@ -807,6 +993,41 @@ def negatives(seed: int = 99) -> Iterator[tuple[str, str]]:
         "npm output": "added 123 packages, and audited 124 packages in 3s\nfound 0 vulnerabilities",
         "paths": "/home/user/.config/token-cache/ and ./secrets/README.md and tests/test_auth.py",
         "python kwargs": "requests.post(url, auth=auth, headers=headers)\nlogin(password=password)",
+        "aws documentation keys": (
+            "aws_access_key_id = AKIA" + "IOSFODNN7EXAMPLE\n"
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "EXAMPLEKEY\n"
+        ),
+        "hashes starting like keys": f"sha256 4b1d{_r(rng, 60, HEX)}\nid 4b1d{_r(rng, 38, HEX)}\ndapi{_r(rng, 8, HEX)}",
+        "cargo and yarn checksums": (
+            f'checksum = "{_r(rng, 64, HEX)}"\n  integrity sha1-{_r(rng, 27, B64)}=\n'
+            f'"resolved": "https://registry.yarnpkg.com/x/-/x-1.0.0.tgz#{_r(rng, 40, HEX)}"'
+        ),
+        "base64 image": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAA"
+        + _r(rng, 200, B64)
+        + "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+        + _r(rng, 100, B64)
+        + "EAAA"
+        + _r(rng, 60, B64)
+        + "ABSK"
+        + _r(rng, 300, B64)
+        + "==",
+        "base64 of zeros": '"blob": "' + "A" * 200 + '=="',
+        "ports and prompts": (
+            "docker run -p 8080:80 image\nredis-cli -p 6379 ping\nmongosh --port 27017\n"
+            "echo $PW | docker login -u me --password-stdin registry.example.com\n"
+            "docker login -u me -p $REGISTRY_PASSWORD registry.example.com\nmongosh -u admin -p --host db"
+        ),
+        "session ids in journals": f'"sessionId": "{u}", "session_id": "{u}", "session": "{_r(rng, 8, HEX)}"',
+        "session objects in code": "db_session = Session(engine)\nrequests_session = requests.Session()\n",
+        "name value settings": (
+            '[{"name": "DB_HOST", "value": "db.internal"}, {"name": "max_tokens", "value": "4096"},'
+            ' {"key": "Enter", "value": "submit"}, {"name": "token_count", "value": "12"}]\n'
+            '<add key="Region" value="eu-west-1" />\n- name: LOG_LEVEL\n  value: info\n'
+        ),
+        "escaped urls without password": '{"url": "https:\\/\\/github.com\\/user\\/repo.git"}',
+        "encoded query without secrets": "https://x.example.com/login?next=%2Fsettings%3Ftab%3Dpassword%26sort_key%3Dname",
+        "html entities": "<p>&quot;token_type&quot;: &quot;bearer&quot;, &quot;password&quot;: null</p>",
+        "prose with service words": "Use access-control headers; the API-FIRST design; pat.md and sl.txt; ssl.conf",
         "already redacted": "password=[REDACTED]\nAuthorization: Bearer [REDACTED]\n" + "gh" + "p_[REDACTED]",
     }
     for name, text in plain.items():
@@ -850,6 +1071,6 @@ if __name__ == "__main__":
 
     t = recall_table(redact)
     print(format_table(t))
-    for kind, (n, leak, lost, examples) in t.items():
+    for kind, (_n, _leak, _lost, examples) in t.items():
         for ctx, text, out in examples:
             print(f"\n--- {kind} in {ctx}\n{text}\n=>\n{out}")

@@ -14,12 +14,14 @@ import re
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 import redaction_corpus as corpus
 
 from pimem_index import redact as redact_module
 from pimem_index.redact import KINDS, MASK, RULES, SLICE_CHARS, redact
+from pimem_index.redact_gitleaks import GITLEAKS, GITLEAKS_VERSION
 
 R = random.Random(20240601)
 ALNUM = corpus.ALNUM
@@ -343,13 +345,20 @@ def test_every_corpus_kind_is_documented():
     assert set(corpus.GENERATORS) <= set(KINDS)
 
 
-def test_recall_per_kind_is_at_least_99_percent():
+def test_recall_per_kind_is_at_least_99_5_percent():
     table = corpus.recall_table(redact)
     report = corpus.format_table(table)
     print("\n" + report)
-    low = {k: v for k, v in table.items() if (v[0] - v[1]) / v[0] < 0.99}
+    low = {k: v for k, v in table.items() if (v[0] - v[1]) / v[0] < 0.995}
     details = "\n".join(f"--- {k} in {ctx}\n{t}\n=> {o}" for k, v in low.items() for ctx, t, o in v[3])
     assert not low, report + "\n" + details
+
+
+def test_at_least_98_percent_of_realistic_negatives_survive_and_none_is_mangled():
+    negatives = list(corpus.negatives())
+    changed = [name for name, text in negatives if redact(text) != text]
+    assert len(negatives) >= 100
+    assert len(changed) <= 0.02 * len(negatives), changed
 
 
 @pytest.mark.parametrize("name,text", list(corpus.negatives()), ids=[n for n, _ in corpus.negatives()])
@@ -379,6 +388,167 @@ def test_rules_table_compiles_to_one_regex_per_scan_literal():
     assert len(scans) == len(set(scans))
 
 
+# --- gitleaks' default rules: every id answered ------------------------------------------------
+
+
+def _gitleaks_ids_read() -> list[str]:
+    path = Path(__file__).with_name("gitleaks_rule_ids.txt")
+    lines = path.read_text().splitlines()
+    assert GITLEAKS_VERSION in lines[1]  # the file says which version was read
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def test_every_gitleaks_rule_id_read_has_a_kind_or_a_reason():
+    ids = _gitleaks_ids_read()
+    assert len(ids) > 200
+    assert set(ids) == set(GITLEAKS)  # none missing, none invented
+    unanswered = [i for i, (kind, note) in GITLEAKS.items() if kind is None and not note.strip()]
+    assert unanswered == []
+
+
+def test_every_kind_named_for_a_gitleaks_rule_exists():
+    named = {kind for kind, _ in GITLEAKS.values() if kind is not None}
+    assert named - set(KINDS) == set()
+
+
+# --- formats gitleaks knows: the shape alone is enough ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "prefix,body",
+    [
+        ("hv" + "s.", rand(95, corpus.B64U)),
+        ("hv" + "b.", rand(150, corpus.B64U)),
+        ("da" + "pi", rand(32, HEX)),
+        ("lsv" + "2_", "pt_" + rand(32, HEX) + "_" + rand(10, HEX)),
+        ("ruby" + "gems_", rand(48, HEX)),
+        ("r" + "8_", rand(37)),
+    ],
+    ids=["vault hvs", "vault hvb", "databricks", "langsmith", "rubygems", "replicate"],
+)
+def test_a_token_with_a_long_fixed_prefix_is_masked_without_its_service_named(prefix, body):
+    assert redact(f"here: {prefix}{body} ok") == f"here: {prefix}{MASK} ok"
+    assert unchanged(f"here: {prefix}short ok")  # the prefix alone is not a token
+
+
+@pytest.mark.parametrize("shape", corpus.SERVICE_SHAPES, ids=[p for p, _, _ in corpus.SERVICE_SHAPES])
+def test_every_documented_service_token_shape_is_masked(shape):
+    prefix, n, alphabet = shape
+    body = rand(n, alphabet)
+    if prefix.startswith("sm" + "_"):
+        body = "A" + body[1:-1] + "7"
+    out = redact(f"see {prefix}{body} here")  # no key name: the shape alone
+    assert body[-12:] not in out
+    assert unchanged(f"see {prefix}{body[: n // 3]} here")  # cut short, it is not that token
+
+
+def test_aws_documentation_example_keys_are_left_alone_but_real_ones_are_not():
+    example = "AK" + "IA" + "IOSFODNN7EXAMPLE"
+    assert unchanged(f"aws_access_key_id = {example}")
+    real = "AK" + "IA" + rand(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+    assert real[4:] not in redact(f"aws_access_key_id = {real}")
+
+
+def test_a_hex_digest_starting_like_a_clickhouse_key_is_left_alone():
+    assert unchanged("4b1d" + rand(38, HEX))
+    key = "4b1d" + rand(37) + "Z"
+    assert key[4:] not in redact(key)
+
+
+# --- passwords on the command line of known tools ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "docker login -u me -p {pw} registry.example.com",
+        "podman login -u me -p '{pw}' quay.io",
+        "az login -u me@example.com -p {pw}",
+        "redis-cli -h cache -a {pw} ping",
+        "mongosh -u admin -p {pw} --authenticationDatabase admin",
+        "htpasswd -b /etc/nginx/.htpasswd admin {pw}",
+        "htpasswd -nb admin {pw}",
+        "sqlcmd -S db -U sa -P {pw} -Q 'select 1'",
+        "ldapsearch -x -D cn=admin,dc=x -w {pw} -b dc=x",
+        "keytool -list -keystore app.jks -storepass {pw}",
+        "smbclient //host/share -U admin%{pw}",
+        "rabbitmqctl add_user admin {pw}",
+    ],
+)
+def test_a_password_given_to_a_known_tool_is_masked(command):
+    pw = "Pw" + rand(14)
+    assert redact(command.format(pw=pw)) == command.format(pw=MASK)
+
+
+def test_port_and_prompt_flags_of_the_same_tools_are_left_alone():
+    assert unchanged("redis-cli -p 6379 ping\ndocker run -p 8080:80 image\nmongosh -u admin -p --host db")
+    assert unchanged("echo $PW | docker login -u me --password-stdin registry.example.com")
+
+
+# --- session cookies, config pairs ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", corpus.SESSION_COOKIES)
+def test_a_session_cookie_passed_to_curl_is_masked(name):
+    value = rand(32)
+    assert redact(f"curl -b '{name}={value}' https://x") == f"curl -b '{name}={MASK}' https://x"
+    assert unchanged("curl -b cookies.txt -c cookies.txt https://x")  # a cookie jar, not a cookie
+
+
+def test_a_session_cookie_by_its_usual_name_is_masked_anywhere():
+    value = rand(40)
+    assert redact(f'document.cookie = "laravel_session={value}";') == f'document.cookie = "laravel_session={MASK}";'
+    assert unchanged("db_session = Session(engine)\nrequests_session = requests.Session()")
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        '<add key="ApiKey" value="{v}" />',
+        '<add key="ClearTextPassword" value="{v}" />',
+        '[{{"key": "api_key", "value": "{v}"}}]',
+        '{{"env": [{{"name": "DB_PASSWORD", "value": "{v}"}}]}}',
+        "env:\n  - name: API_TOKEN\n    value: {v}\n",
+    ],
+)
+def test_a_value_whose_sibling_key_attribute_names_a_secret_is_masked(template):
+    v = "Xk3" + rand(16)
+    assert redact(template.format(v=v)) == template.format(v=MASK)
+
+
+def test_a_value_whose_sibling_key_attribute_names_a_setting_is_left_alone():
+    assert unchanged('<add key="Region" value="eu-west-1" />\n[{"name": "max_tokens", "value": "4096"}]')
+    assert unchanged("env:\n  - name: LOG_LEVEL\n    value: debug\n")
+
+
+# --- every spelling of a secret -------------------------------------------------------------------
+
+
+def test_urls_written_with_json_escaped_slashes_are_masked():
+    pw, dsn_key, hook = rand(16), rand(32, HEX), rand(24)
+    text = json.dumps({"db": f"postgres://app:{pw}@db/prod", "dsn": f"https://{dsn_key}@o1.ingest.sentry.io/2"})
+    text += json.dumps({"hook": f"https://hooks.slack.com/services/T0AB/B0CD/{hook}"})
+    php = text.replace("/", "\\/")  # PHP's json_encode
+    out = redact(php)
+    assert pw not in out and dsn_key not in out and hook not in out
+    assert "postgres:\\/\\/app:" + MASK + "@db\\/prod" in out
+    assert unchanged('{"url": "https:\\/\\/github.com\\/user\\/repo.git"}')
+
+
+def test_url_encoded_key_names_and_separators_are_recognised():
+    pw = "Hu" + rand(12)
+    assert redact(f"api%5Fkey={pw}") == f"api%5Fkey={MASK}"
+    assert redact(f"next=%2Fcb%3Fpassword%3D{pw}%26page%3D2") == f"next=%2Fcb%3Fpassword%3D{MASK}%26page%3D2"
+    assert unchanged("next=%2Fsettings%3Ftab%3Dpassword%26sort%5Fkey%3Dname")
+
+
+def test_values_quoted_with_html_entities_are_masked():
+    pw = "Hu" + rand(12)
+    assert redact(f"&quot;password&quot;: &quot;{pw}&quot;") == f"&quot;password&quot;: &quot;{MASK}&quot;"
+    assert redact(f"password&#x3D;{pw}") == f"password&#x3D;{MASK}"
+    assert unchanged("&quot;token_type&quot;: &quot;bearer&quot;, &quot;password&quot;: null")
+
+
 # --- the needle prefilter: skipping a scanner never changes the result ---------------------------
 
 
@@ -406,7 +576,7 @@ def _trigger_texts() -> list[str]:
 def test_a_scanner_matches_only_texts_holding_one_of_its_needles():
     scanners = [
         (sc, redact_module._needles(sc.regex), entry)
-        for sc, entry in zip(redact_module._SCANNERS, redact_module._SCAN_PLAN)
+        for sc, entry in zip(redact_module._SCANNERS, redact_module._SCAN_PLAN, strict=True)
     ]
     for text in _trigger_texts():
         b = text.encode("utf-8", "surrogatepass")
