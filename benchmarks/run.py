@@ -45,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
 import corpus as corpus_mod  # noqa: E402
+import docs_figures  # noqa: E402
 import floor as floor_mod  # noqa: E402
 
 MB = 1024 * 1024
@@ -1236,12 +1237,7 @@ def figures_markdown(result: dict) -> str:
 
 def write_docs(result: dict, path: Path = DOCS) -> bool:
     """Replace the figures between the markers of docs/performance.md with this run's; False without markers."""
-    text = path.read_text() if path.exists() else ""
-    start, end = text.find(FIGURES_START), text.find(FIGURES_END)
-    if start < 0 or end < start:
-        return False
-    path.write_text(text[: start + len(FIGURES_START)] + "\n\n" + figures_markdown(result) + "\n" + text[end:])
-    return True
+    return docs_figures.replace_between(FIGURES_START, FIGURES_END, figures_markdown(result), path)
 
 
 # --------------------------------------------------------------------------- child: index with the library
