@@ -881,7 +881,7 @@ RULES: list[Rule] = [
     ),
     Rule(
         "discord_bot_token",
-        "Discord bot tokens in an entry that mentions discord",
+        "Discord bot tokens in text that mentions discord",
         b"c",
         rb"ord(?<=discord)",
         fold=True,
@@ -1156,7 +1156,7 @@ RULES: list[Rule] = [
     ),
     Rule(
         "telegram_bot_token",
-        "Telegram bot tokens (digits:AA...) in an entry that mentions telegram",
+        "Telegram bot tokens (digits:AA...) in text that mentions telegram",
         b"A",
         rb"A(?<=[0-9]:AA)[A-Za-z0-9_-]{31,40}(?![A-Za-z0-9_-])",
         handler=_telegram,
@@ -1513,7 +1513,10 @@ _CONTEXT_DB = _context_db()
 def context_of(text: str) -> Context:
     """The Context of an entry from its whole text: one caseless pass for the CONTEXT_WORDS
     (GB/s with Hyperscan), so every part of the entry is redacted as the whole would be."""
-    b = text.encode("utf-8", "surrogatepass")
+    return _context_of_bytes(text.encode("utf-8", "surrogatepass"))
+
+
+def _context_of_bytes(b: bytes) -> Context:
     if _CONTEXT_DB is None:
         bl = b.lower()
         return Context(frozenset(w for w in CONTEXT_WORDS if w in bl))
@@ -1612,11 +1615,11 @@ def redact_part(text: str, start: int, end: int, context: Context | None = None)
     start, end = max(0, start), min(len(text), end)
     if start >= end:
         return ""
-    if context is None:
-        context = context_of(text)
     a = max(0, start - SLICE_OVERLAP)  # characters: at least as many bytes
     z = min(len(text), end + SLICE_OVERLAP)
     b = text[a:z].encode("utf-8", "surrogatepass")
+    if context is None:
+        context = _context_of_bytes(b) if a == 0 and z == len(text) else context_of(text)
     lo = len(text[a:start].encode("utf-8", "surrogatepass"))
     hi = len(b) - len(text[end:z].encode("utf-8", "surrogatepass"))
     out: list[bytes] = []
