@@ -10,6 +10,7 @@ with a failure batch saying why, so the writer records that journal and goes on 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import time
 from collections.abc import Iterator
@@ -363,7 +364,7 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
                 item.timestamp or "",
                 item.kind,
                 item.role or "",
-                item.tool or "",
+                redacted_field(item.tool),
                 len(text),
                 lineno,
                 offset,
@@ -383,8 +384,23 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
         if item.session_id:
             state.session_id = item.session_id
     elif isinstance(item, journal.SessionName):
-        batch.name = item.name
+        batch.name = redacted_field(item.name) or None
     return 0
+
+
+def redacted_field(value: str | None) -> str:
+    """A journal string the index stores beside the text (a session name, tool names, a
+    customType), redacted as the text is, since pages, the API and Datasette's tables show it;
+    "" when absent."""
+    if not value:
+        return ""
+    return _redacted_name(value) if len(value) <= 256 else redact(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _redacted_name(value: str) -> str:
+    """redact() of a short field, cached: the same tool names come on every other line."""
+    return redact(value)
 
 
 def produce(

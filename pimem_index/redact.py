@@ -36,8 +36,16 @@ How it stays fast (it runs on every indexed entry and every output):
   bounded, and scans that look ahead along a line stop at the next occurrence
   of their own literal, so time per megabyte stays flat on adversarial input.
 * Text over ``SLICE_CHARS`` characters is redacted in slices cut at line
-  ends; each slice is scanned together with the first ``SLICE_OVERLAP`` bytes
-  of the next, so a PEM block crossing the cut is still masked whole.
+  ends; each slice is scanned together with ``SLICE_OVERLAP`` bytes either
+  side, so a PEM block crossing the cut is still masked whole.
+
+One answer for one text, wherever it is shown: a part of an entry (a search
+excerpt's window, a page's first characters, a slice) is redacted by
+``redact_part`` as the whole text would be.  Rules look at most
+``SLICE_OVERLAP`` bytes around what they mask, and the part is scanned with
+that much either side; what depends on the whole entry (``CONTEXT_WORDS``:
+a Discord or Telegram bot token is a secret in an entry that mentions the
+service anywhere) is decided once per entry by ``context_of``.
 
 To add a kind, append a ``Rule`` to ``RULES``: a kind name, a description, the
 scan literal, and a pattern for what follows it, whose groups ``s``, ``s2``...
@@ -111,6 +119,7 @@ def _import_hyperscan() -> Any:
 hyperscan = _import_hyperscan()
 
 __all__ = ["redact", "KINDS", "RULES", "Rule", "MASK", "SLICE_CHARS", "SLICE_OVERLAP"]
+__all__ += ["redact_part", "context_of", "Context"]
 
 MASK = "[REDACTED]"
 _MASK_B = MASK.encode()
@@ -620,13 +629,25 @@ def _pem(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Ite
 
 
 # ---------------------------------------------------------------------------
-# Telegram: a bot token is only recognisable next to the word telegram
+# Context: a word anywhere in the entry (discord, telegram)
 # ---------------------------------------------------------------------------
 
 
-def _near_telegram(m: re.Match, g: str, b: bytes, bl: bytes) -> bool:
-    s = m.start()
-    return bl.find(b"telegram", max(0, s - 4096), s + 4096) >= 0
+def _mentions(word: bytes, bl: bytes, ctx: dict) -> bool:
+    """Whether the entry mentions ``word`` (any case) anywhere: in the Context given for a part
+    of it (``ctx["context"]``), else in this text, which is then the entry's whole text."""
+    context = ctx.get("context")
+    if context is not None:
+        return word in context.words
+    key = "mentions " + word.decode()
+    if key not in ctx:
+        ctx[key] = word in bl
+    return ctx[key]
+
+
+def _telegram(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Iterable[Span]:
+    """A bot token (digits:AA...) is only recognisable in an entry that mentions telegram."""
+    return _whole_match(rule, m, g, b, bl, ctx) if _mentions(b"telegram", bl, ctx) else ()
 
 
 # ---------------------------------------------------------------------------
@@ -674,10 +695,22 @@ _DISCORD_TOKEN_RE = re.compile(
 
 
 def _discord(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Iterable[Span]:
+    return _discord_tokens(b, ctx)
+
+
+def _discord_tokens(b: bytes, ctx: dict) -> list[Span]:
+    """Every Discord bot token in the text, searched once per text (at the first mention)."""
     if "discord" in ctx:
-        return ()  # the whole text was searched at the first mention
+        return []
     ctx["discord"] = True
     return [t.span("s") for t in _DISCORD_TOKEN_RE.finditer(b)]
+
+
+#: Words whose mention anywhere in an entry makes a token of a shape too common alone a secret.
+CONTEXT_WORDS = (b"discord", b"telegram")
+# Those whose tokens a rule finds by searching the whole text once it meets the word: a part of
+# an entry without the word gets that search from the entry's Context (_spans).
+_CONTEXT_SEARCHES: dict[bytes, Callable[[bytes, dict], list[Span]]] = {b"discord": _discord_tokens}
 
 
 # ---------------------------------------------------------------------------
@@ -1669,8 +1702,7 @@ RULES: list[Rule] = [
         "Telegram bot tokens (digits:AA...) in text that mentions telegram",
         b"A",
         rb"A(?:(?<=[0-9]:AA)|(?<=[0-9]%3AAA)|(?<=[0-9]%253AAA))[A-Za-z0-9_-]{31,40}(?![A-Za-z0-9_-])",
-        check=_near_telegram,
-        handler=_whole_match,
+        handler=_telegram,
     ),
 ]
 
@@ -2002,13 +2034,63 @@ def _plan_for(b: bytes) -> list:
 # ---------------------------------------------------------------------------
 
 
-def _spans(b: bytes) -> list[Span]:
+@dataclass(frozen=True)
+class Context:
+    """What rules may know of an entry beyond the part of its text being redacted: the
+    CONTEXT_WORDS its whole text mentions (decided once per entry by ``context_of``)."""
+
+    words: frozenset[bytes] = frozenset()
+
+
+def _context_db() -> Any:
+    """A Hyperscan database reporting, as its id, the index of each CONTEXT_WORDS word in a text."""
+    if hyperscan is None:
+        return None
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    flags = [hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH] * len(CONTEXT_WORDS)
+    try:
+        db.compile(
+            expressions=[_hs_literal(w) for w in CONTEXT_WORDS],
+            ids=list(range(len(CONTEXT_WORDS))),
+            elements=len(CONTEXT_WORDS),
+            flags=flags,
+        )
+    except hyperscan.error:
+        return None
+    return db
+
+
+_CONTEXT_DB = _context_db()
+
+
+def context_of(text: str) -> Context:
+    """The Context of an entry from its whole text: one caseless pass for the CONTEXT_WORDS
+    (GB/s with Hyperscan), so every part of the entry is redacted as the whole would be."""
+    return _context_of_bytes(text.encode("utf-8", "surrogatepass"))
+
+
+def _context_of_bytes(b: bytes) -> Context:
+    if _CONTEXT_DB is None:
+        bl = b.lower()
+        return Context(frozenset(w for w in CONTEXT_WORDS if w in bl))
+    try:
+        scratch = _THREAD.context_scratch
+    except AttributeError:
+        scratch = _THREAD.context_scratch = hyperscan.Scratch(_CONTEXT_DB)
+    found: list[int] = []
+    _CONTEXT_DB.scan(b, _on_needle, 0, found, scratch)
+    return Context(frozenset(CONTEXT_WORDS[i] for i in found))
+
+
+def _spans(b: bytes, context: Context | None = None) -> list[Span]:
+    """What to mask in ``b``: the whole text of an entry, or a part of one whose ``context`` is given."""
     plan = _plan_for(b)
-    if not plan:
+    searches = [_CONTEXT_SEARCHES[w] for w in context.words if w in _CONTEXT_SEARCHES] if context else []
+    if not plan and not searches:
         return []  # most texts: no scanner can match, not even lower() runs
     bl = b.lower()
     spans: list[Span] = []
-    ctx: dict = {}
+    ctx: dict = {"context": context}
     for fold, rare, scan, search, rules in plan:
         hay = bl if fold else b
         if rare and scan not in hay:
@@ -2027,6 +2109,8 @@ def _spans(b: bytes) -> list[Span]:
                         if e > s:
                             spans.append((s, e))
             m = search(hay, m.end())  # lookbehinds still see bytes before pos
+    for tokens in searches:  # the entry mentions the word, maybe outside this part
+        spans.extend(tokens(b, ctx))
     return spans
 
 
@@ -2061,68 +2145,91 @@ def _apply(b: bytes, spans: list[Span]) -> bytes:
     return b"".join(out)
 
 
-def redact(text: str) -> str:
+def redact(text: str, context: Context | None = None) -> str:
     """Return ``text`` with secrets replaced by ``[REDACTED]`` (key names and
-    token prefixes stay visible)."""
+    token prefixes stay visible).  ``text`` is an entry's whole text, or a part
+    of one whose ``context_of`` is given (better: ``redact_part``)."""
     if not text:
         return text
     if len(text) > SLICE_CHARS:
-        return _redact_large(text)
+        return redact_part(text, 0, len(text), context)
     b = text.encode("utf-8", "surrogatepass")
-    spans = _spans(b)
+    spans = _spans(b, context)
     if not spans:
         return text
     return _apply(b, spans).decode("utf-8", "surrogatepass")
 
 
-def _slice_bounds(b: bytes, size: int) -> Iterator[tuple[int, int]]:
-    """(start, end) byte offsets of consecutive slices of about ``size``
-    bytes, each ending at a line end when there is one nearby."""
-    n = len(b)
-    start = 0
-    while start < n:
-        target = start + size
-        if target >= n:
-            yield start, n
-            return
-        nl = b.find(b"\n", target, target + SLICE_OVERLAP // 2)
-        if nl < 0:
-            nl = b.rfind(b"\n", start + size // 2, target)
-        end = nl + 1 if nl >= 0 else target
-        while end < n and (b[end] & 0xC0) == 0x80:  # never inside a UTF-8 sequence
-            end += 1
-        yield start, end
-        start = end
-
-
-def _redact_large(text: str) -> str:
-    b = text.encode("utf-8", "surrogatepass")
-    n = len(b)
+def redact_part(text: str, start: int, end: int, context: Context | None = None) -> str:
+    """Characters ``start`` to ``end`` of ``text`` as ``redact(text)`` shows them (a secret
+    crossing an end is masked), without redacting all of a large text: the part is scanned
+    with SLICE_OVERLAP bytes either side, which holds any rule's reach, and the entry's
+    ``context`` (computed here from all of ``text`` when not given)."""
+    start, end = max(0, start), min(len(text), end)
+    if start >= end:
+        return ""
+    a = max(0, start - SLICE_OVERLAP)  # characters: at least as many bytes
+    z = min(len(text), end + SLICE_OVERLAP)
+    b = text[a:z].encode("utf-8", "surrogatepass")
+    if context is None:
+        context = _context_of_bytes(b) if a == 0 and z == len(text) else context_of(text)
+    lo = len(text[a:start].encode("utf-8", "surrogatepass"))
+    hi = len(b) - len(text[end:z].encode("utf-8", "surrogatepass"))
     out: list[bytes] = []
-    pos = 0  # first byte not yet copied to out
+    pos = lo
+    for s, e in _masked(b, lo, hi, context):
+        out.append(b[pos:s])
+        out.append(_MASK_B)
+        pos = e
+    if pos == lo:
+        return text[start:end]
+    out.append(b[pos:hi])
+    return b"".join(out).decode("utf-8", "surrogatepass")
+
+
+def _masked(b: bytes, lo: int, hi: int, context: Context) -> Iterator[Span]:
+    """The masked spans of ``b`` that meet bytes ``lo`` to ``hi``, merged, in order, cut to
+    that range.  It goes in slices of about SLICE_CHARS bytes, each scanned with SLICE_OVERLAP
+    bytes either side; a span belongs to the slice it starts in (or meets the first), and
+    merging as slices come keeps memory per slice, not per text."""
+    n = len(b)
     cur_s = cur_e = -1  # the mask being extended
-    for start, end in _slice_bounds(b, SLICE_CHARS):
-        stop = min(n, end + SLICE_OVERLAP)
-        if stop < n:
-            nl = b.rfind(b"\n", end, stop)
-            if nl >= 0:
-                stop = nl + 1
-        # spans starting in the overlap belong to the next slice; slices come
-        # in order, so merging as we go keeps memory per slice, not per text
-        spans = sorted(_whole_chars(b, s + start, e + start) for s, e in _spans(b[start:stop]) if s < end - start)
-        for s, e in spans:
+    for s0, e0 in _slice_bounds(b, lo, hi, SLICE_CHARS):
+        a, z = max(0, s0 - SLICE_OVERLAP), min(n, e0 + SLICE_OVERLAP)
+        piece = b if a == 0 and z == n else b[a:z]
+        first = s0 == lo
+        found = sorted(
+            _whole_chars(b, s + a, e + a)
+            for s, e in _spans(piece, context)
+            if s + a < e0 and e + a > s0 and (first or s + a >= s0)
+        )
+        for s, e in found:
+            s, e = max(s, lo), min(e, hi)
             if s <= cur_e:
                 if e > cur_e:
                     cur_e = e
                 continue
             if cur_e >= 0:
-                out.append(b[pos:cur_s])
-                out.append(_MASK_B)
-                pos = cur_e
+                yield cur_s, cur_e
             cur_s, cur_e = s, e
-    if cur_e < 0:
-        return text
-    out.append(b[pos:cur_s])
-    out.append(_MASK_B)
-    out.append(b[cur_e:])
-    return b"".join(out).decode("utf-8", "surrogatepass")
+    if cur_e >= 0:
+        yield cur_s, cur_e
+
+
+def _slice_bounds(b: bytes, lo: int, hi: int, size: int) -> Iterator[tuple[int, int]]:
+    """(start, end) byte offsets of consecutive slices of bytes ``lo`` to ``hi`` of about
+    ``size`` bytes, each ending at a line end when there is one nearby."""
+    start = lo
+    while start < hi:
+        target = start + size
+        if target >= hi:
+            yield start, hi
+            return
+        nl = b.find(b"\n", target, min(hi, target + SLICE_OVERLAP // 2))
+        if nl < 0:
+            nl = b.rfind(b"\n", start + size // 2, target)
+        end = nl + 1 if nl >= 0 else target
+        while end < hi and (b[end] & 0xC0) == 0x80:  # never inside a UTF-8 sequence
+            end += 1
+        yield start, end
+        start = end

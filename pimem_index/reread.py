@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from . import db, journal, store
 from .locations import Locations
-from .redact import redact
+from .redact import redact, redact_part
 
 EXCERPT_CHARS = 300
 WHOLE_REDACT_CHARS = 200_000
@@ -111,14 +111,11 @@ def excerpt(text: str, terms: list[str], width: int = EXCERPT_CHARS) -> str:
     """Redacted text around the first matching term, on one line, at most about `width` characters."""
     if len(text) > WHOLE_REDACT_CHARS:
         pos = _first_term(text, terms)
-        start = max(0, pos - EXCERPT_WINDOW // 2)
-        begin = text.rfind("-----BEGIN", 0, start)
-        if begin >= 0 and text.find("-----END", begin, start) < 0:
-            start = begin
-        start = text.rfind("\n", 0, start) + 1
+        start = text.rfind("\n", 0, max(0, pos - EXCERPT_WINDOW // 2)) + 1
         end = text.find("\n", pos + EXCERPT_WINDOW // 2)
-        text = text[start:] if end < 0 else text[start:end]
-    clean = redact(text)
+        clean = redact_part(text, start, len(text) if end < 0 else end)
+    else:
+        clean = redact(text)
     pos = _first_term(clean, terms) if terms else 0
     lead = width // 3 if terms else 0
     start = max(0, pos - lead)
@@ -134,20 +131,16 @@ def excerpt(text: str, terms: list[str], width: int = EXCERPT_CHARS) -> str:
     return " ".join(piece.split())
 
 
-# A secret that starts in the part of a text that is shown ends within this many characters.
+# Characters redacted past what a head shows, so masks shorter than their secrets still leave enough.
 REDACT_MARGIN = 65_536
 
 
 def redacted_head(text: str, chars: int) -> str:
-    """The first `chars` characters of redact(text), without redacting all of a huge text.
-
-    The prefix redacted runs a margin past what is shown (to a line end), so a secret that
-    starts in the shown part is masked whole; a key block cut off there is masked too.
-    """
+    """The first `chars` characters of redact(text), without redacting all of a huge text
+    (redact_part: the same masks as the whole text, decided with the whole entry's context)."""
     if len(text) <= chars + REDACT_MARGIN:
         return redact(text)[:chars]
-    cut = text.find("\n", chars + REDACT_MARGIN)
-    return redact(text if cut < 0 else text[:cut])[:chars]
+    return redact_part(text, 0, chars + REDACT_MARGIN)[:chars]
 
 
 def _first_term(text: str, terms: list[str]) -> int:

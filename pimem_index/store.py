@@ -15,7 +15,7 @@ from pathlib import Path
 from . import db
 from .errors import UserError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5  # 5: session names and tool names are stored redacted
 FTS_HASHSIZE = 16 * 1024 * 1024
 # The term index's options, shared with the benchmark's floor. detail=none keeps which entries
 # hold a term and nothing else: no positions (no query needs them; excerpts come from the
