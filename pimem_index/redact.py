@@ -646,8 +646,24 @@ def _mentions(word: bytes, bl: bytes, ctx: dict) -> bool:
 
 
 def _telegram(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Iterable[Span]:
-    """A bot token (digits:AA...) is only recognisable in an entry that mentions telegram."""
-    return _whole_match(rule, m, g, b, bl, ctx) if _mentions(b"telegram", bl, ctx) else ()
+    """A bot token (digits:AA...) in an entry that mentions telegram, or anywhere in its exact shape."""
+    if _mentions(b"telegram", bl, ctx) or _telegram_shape(m, b):
+        return _whole_match(rule, m, g, b, bl, ctx)
+    return ()
+
+
+_TELEGRAM_BOT_ID_RE = re.compile(rb"(?:(?<![A-Za-z0-9_])|(?<=bot)|(?<=\\[nrt]))[0-9]{8,10}\Z")
+
+
+def _telegram_shape(m: re.Match, b: bytes) -> bool:
+    """Telegram's exact token shape, distinctive without the word: a bot id of 8 to 10 digits
+    (alone or after the API's `bot`), a colon, then 35 characters that start with AA (the match)."""
+    colon = m.start() - 1
+    return (
+        m.end() - m.start() == 35
+        and b[colon : m.start()] == b":"
+        and _TELEGRAM_BOT_ID_RE.search(b, max(0, colon - 11), colon) is not None
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -1699,7 +1715,7 @@ RULES: list[Rule] = [
     ),
     Rule(
         "telegram_bot_token",
-        "Telegram bot tokens (digits:AA...) in text that mentions telegram",
+        "Telegram bot tokens (digits:AA...): their exact shape anywhere, looser ones in text that mentions telegram",
         b"A",
         rb"A(?:(?<=[0-9]:AA)|(?<=[0-9]%3AAA)|(?<=[0-9]%253AAA))[A-Za-z0-9_-]{31,40}(?![A-Za-z0-9_-])",
         handler=_telegram,

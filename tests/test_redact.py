@@ -203,8 +203,8 @@ def test_jwt_is_masked_after_its_first_three_characters():
     assert unchanged("eyJ alone is not a token")
 
 
-def test_telegram_token_needs_the_word_telegram():
-    tok = "123456789:AA" + rand(33, corpus.B64U)
+def test_a_telegram_like_token_of_another_length_needs_the_word_telegram():
+    tok = "123456789:AA" + rand(36, corpus.B64U)  # Telegram's own tokens have 33 after the AA
     assert tok[10:] not in redact(f"telegram bot {tok}")
     assert tok[10:] in redact(f"ratio {tok}")
 
@@ -678,3 +678,25 @@ def test_a_mask_capped_inside_a_character_takes_the_whole_character(before):
     assert out.endswith("curl -u admin:[REDACTED] tail")
     assert value not in out and "é" not in out
     assert redact(before + "un café, s'il vous plaît") == before + "un café, s'il vous plaît"
+
+
+def telegram_token(bot_id_digits: int = 10, tail: int = 33) -> str:
+    return rand(1, "123456789") + rand(bot_id_digits - 1, "0123456789") + ":AA" + rand(tail, ALNUM + "_-")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["export BOT_TOKEN={t}", "curl https://api.example.org/bot{t}/getMe", '{{"token": "{t}"}}', "token\\n{t}"],
+)
+def test_a_telegram_token_of_the_exact_shape_is_masked_without_the_word_nearby(text):
+    token = telegram_token()
+    out = redact(text.format(t=token))
+    assert token.split(":")[1] not in out and MASK in out
+
+
+def test_digits_colon_aa_of_another_shape_stay_without_the_word_and_are_masked_with_it():
+    short = telegram_token(tail=36)
+    long_id = telegram_token(bot_id_digits=12)
+    for text in (f"ratio {short} in a log", f"line {long_id}"):
+        assert redact(text) == text
+        assert MASK in redact("our telegram bot: " + text)
