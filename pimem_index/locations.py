@@ -65,6 +65,7 @@ def resolve(db: str | None = None, sessions_dirs: tuple[str, ...] | list[str] = 
     extra: list[Path] = [Path(os.path.expanduser(d)) for d in sessions_dirs]
     env_dirs = os.environ.get("PIMEM_SESSIONS_DIRS", "")
     extra += [Path(os.path.expanduser(d)) for d in env_dirs.split(os.pathsep) if d]
+    extra = list(dict.fromkeys(extra))  # a folder given both ways counts once
     dirs: list[Path] = [agent / "sessions"]
     for d in extra:
         if d not in dirs:

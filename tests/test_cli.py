@@ -614,3 +614,14 @@ def test_search_help_states_the_query_limits(run, command):
     out = " ".join(run(command, "--help").output.split())
     assert f"at most {requests.MAX_TERMS} distinct words" in out and f"longer than {query.QUERY_SECONDS:g} s" in out
     assert "distinct words" not in " ".join(run("read", "--help").output.split())
+
+
+def test_a_folder_given_by_option_and_environment_is_passed_to_the_watcher_once(tmp_path, monkeypatch, agent_dir):
+    extra = tmp_path / "more-journals"
+    other = tmp_path / "other-journals"
+    monkeypatch.setenv("PIMEM_SESSIONS_DIRS", os.pathsep.join([str(extra), str(other)]))
+    locations = resolve(None, [str(extra)])
+    command = watch_command(locations, 1.0)
+    assert command.count(str(extra)) == 1
+    assert command.count(str(other)) == 1  # the environment's other folder is not lost
+    assert list(locations.sessions_dirs).count(extra) == 1
