@@ -153,6 +153,11 @@ def _private_memory_dir(locations: Locations) -> None:
         locations.ensure_memory_dir()
 
 
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """`1 journal`, `2 journals`: a count with its noun in the right number."""
+    return f"{n:,} {word if n == 1 else plural or word + 's'}"
+
+
 def emit_json(data) -> None:
     click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
 
@@ -226,21 +231,22 @@ def index_cmd(locations: Locations, journals, as_json, watch, interval):
         return
     mb = report.bytes_read / 1e6
     click.echo(
-        f"Indexed {report.entries_added:,} entries from {report.files:,} journals "
+        f"Indexed {counted(report.entries_added, 'entry', 'entries')} from {counted(report.files, 'journal')} "
         f"({mb:,.1f} MB) in {report.seconds:.1f}s"
     )
     if report.reindexed:
-        click.echo(f"Reindexed from the start: {report.reindexed} rewritten or shrunk journals")
+        click.echo(f"Reindexed from the start: {counted(report.reindexed, 'rewritten or shrunk journal')}")
     if report.removed:
-        click.echo(f"Removed {report.removed} deleted journals from the index")
+        click.echo(f"Removed {counted(report.removed, 'deleted journal')} from the index")
     if report.malformed:
-        click.echo(f"Skipped {report.malformed} malformed lines")
+        click.echo(f"Skipped {counted(report.malformed, 'malformed line')}")
     if report.outside:
         click.echo(
-            f"Skipped {report.outside} links resolving outside the journal folders (not read; see: pimem status)"
+            f"Skipped {counted(report.outside, 'link')} resolving outside the journal folders "
+            "(not read; see: pimem status)"
         )
     if report.failed:
-        click.echo(f"Could not index {report.failed} journals; they are tried again later (pimem status says why)")
+        click.echo(f"Could not index {counted(report.failed, 'journal')}; tried again later (pimem status says why)")
 
 
 def _watch(conn, locations: Locations, journals, interval: float) -> None:
@@ -452,11 +458,10 @@ def forget_cmd(locations: Locations, entry_id, session_id, show_list, as_json):
     if as_json:
         emit_json(record)
     else:
-        what = f"entry {entry_id}" if entry_id else "session"
-        click.echo(
-            f"Forgot {what} in session {record['session_id']} (undo: pimem unforget "
-            f"{entry_id + ' ' if entry_id else ''}--session {record['session_id']})"
-        )
+        sid = record["session_id"]
+        what = f"entry {entry_id} in session {sid}" if entry_id else f"session {sid}"
+        undo = f"pimem unforget {entry_id + ' ' if entry_id else ''}--session {sid}"
+        click.echo(f"Forgot {what} (undo: {undo})")
 
 
 @cli.command()
@@ -485,8 +490,8 @@ QUERY_LIMITS = (
 )
 
 
-def search_options(fn):
-    """The filters search and summaries share."""
+def search_options(kinds: tuple[str, ...]):
+    """The filters search and summaries share; `kinds` are the entry kinds the command takes."""
     options = [
         click.option("--scope", type=str, default="project", show_default=True, help="session, project or global"),
         click.option(
@@ -499,7 +504,7 @@ def search_options(fn):
         click.option("--since", metavar="DATE", help="From this day (YYYY-MM-DD, local) or ISO date-time"),
         click.option("--until", metavar="DATE", help="Up to this day (YYYY-MM-DD, local) or ISO date-time"),
         click.option(
-            "--kind", "kinds", multiple=True, metavar="KIND", help="Entry kind, repeatable: " + ", ".join(journal.KINDS)
+            "--kind", "kinds", multiple=True, metavar="KIND", help="Entry kind, repeatable: " + ", ".join(kinds)
         ),
         click.option(
             "--limit",
@@ -511,15 +516,19 @@ def search_options(fn):
         click.option("--json", "as_json", is_flag=True, help="Print JSON (the same shape as the HTTP API)"),
         click.option("--no-index", is_flag=True, help="Search the index as it is, without indexing new lines first"),
     ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
+
+    def decorate(fn):
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+
+    return decorate
 
 
 @cli.command(epilog=QUERY_LIMITS)
 @click.argument("query_text", metavar="[QUERY]", required=False)
 @common
-@search_options
+@search_options(journal.KINDS)
 def search(locations: Locations, query_text, as_json, no_index, **filters):
     """Find entries: every term first, else any term; newest first without a QUERY.
 
@@ -534,7 +543,7 @@ def search(locations: Locations, query_text, as_json, no_index, **filters):
 @cli.command(epilog=QUERY_LIMITS)
 @click.argument("query_text", metavar="[QUERY]", required=False)
 @common
-@search_options
+@search_options(journal.SUMMARY_KINDS)
 def summaries(locations: Locations, query_text, as_json, no_index, **filters):
     """Compaction and branch summaries, newest first, or searched.
 
@@ -579,9 +588,8 @@ def _show_results(data: dict, query_text: str | None, as_json: bool) -> None:
     if as_json:
         emit_json(data)
         return
-    where = data["root"] if data["scope"] == "project" else data["scope"]
-    count = len(data["results"])
-    header = f"{count} result{'s' if count != 1 else ''} ({data['scope']}: {where}; match: {data['match']})"
+    where = {"project": f"project {data['root']}", "session": "the session", "global": "every project"}
+    header = f"{counted(len(data['results']), 'result')} in {where[data['scope']]} (match: {data['match']})"
     click.secho(header, bold=True)
     if data.get("hint"):
         click.echo(data["hint"])

@@ -625,3 +625,32 @@ def test_a_folder_given_by_option_and_environment_is_passed_to_the_watcher_once(
     assert command.count(str(extra)) == 1
     assert command.count(str(other)) == 1  # the environment's other folder is not lost
     assert list(locations.sessions_dirs).count(extra) == 1
+
+
+def test_the_result_header_says_where_it_searched_in_words(run, populated, home):
+    project = run("search", "widgets", "--cwd", str(home / "Apps/prjct")).output.splitlines()[0]
+    everywhere = run("search", "widgets", "--scope", "global").output.splitlines()[0]
+    assert project.startswith("3 results in project ") and str(home / "Apps/prjct") in project
+    assert everywhere.startswith("4 results in every project")
+    assert "global: global" not in everywhere and "project: " not in project
+
+
+def test_one_journal_is_said_in_the_singular(run, new_journal):
+    new_journal("Apps/solo").user("a single journal")
+    out = run("index").output
+    assert "from 1 journal " in out
+    assert "1 journals" not in out
+
+
+def test_forgetting_a_session_names_it_once(run, populated):
+    run("index")
+    out = run("forget", "--session", populated["b"].session_id).output
+    sid = populated["b"].session_id
+    assert out.startswith(f"Forgot session {sid} (undo: pimem unforget --session {sid})")
+    assert "in session" not in out
+
+
+def test_summaries_help_offers_only_the_summary_kinds(run):
+    kind_help = " ".join(run("summaries", "--help").output.split()).split("--kind KIND")[1].split("--limit")[0]
+    assert "compaction" in kind_help and "branch_summary" in kind_help
+    assert "tool_result" not in kind_help
