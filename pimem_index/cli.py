@@ -493,14 +493,24 @@ QUERY_LIMITS = (
 def search_options(kinds: tuple[str, ...]):
     """The filters search and summaries share; `kinds` are the entry kinds the command takes."""
     options = [
-        click.option("--scope", type=str, default="project", show_default=True, help="session, project or global"),
+        click.option(
+            "--scope",
+            type=str,
+            default=None,
+            help="session, project or global [default: project; session when --session is given]",
+        ),
         click.option(
             "--cwd",
             type=click.Path(file_okay=False),
             default=None,
             help="Folder whose project to search [default: the current folder]",
         ),
-        click.option("--session", "session_id", metavar="ID", help="Session id (for --scope session)"),
+        click.option(
+            "--session",
+            "session_id",
+            metavar="ID",
+            help="Search this session (its id, or its first 8 characters or more)",
+        ),
         click.option("--since", metavar="DATE", help="From this day (YYYY-MM-DD, local) or ISO date-time"),
         click.option("--until", metavar="DATE", help="Up to this day (YYYY-MM-DD, local) or ISO date-time"),
         click.option(

@@ -102,7 +102,10 @@ class SearchRequest:
     def from_options(
         cls, query: str | None, *, cwd: str | None, summaries: bool = False, **options: Any
     ) -> SearchRequest:
-        """From the CLI's options: `--cwd` (relative to the current folder, which it defaults to) made absolute."""
+        """From the CLI's options: `--cwd` (relative to the current folder, which it defaults to) made
+        absolute; naming a session (`--session`) without a `--scope` searches that session."""
+        if options.get("session_id") and not options.get("scope"):
+            options["scope"] = "session"
         return cls.create(query, cwd=os.path.abspath(cwd or os.getcwd()), summaries=summaries, **options)
 
     @classmethod

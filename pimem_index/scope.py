@@ -182,6 +182,8 @@ def resolve_scope(
         )
     if scope == "session":
         current = session_of(conn, journal_path)
+        if session_id:
+            session_id = known_session(conn, session_id)
         sid = session_id or current
         if not sid:
             raise UserError("scope 'session' needs a session id or a journal (e.g. --session 0b6e6f2c-...)")
@@ -192,6 +194,36 @@ def resolve_scope(
         root, exact = project_root(conn, cwd or os.getcwd(), home)
         return Scope("project", root=root, exact=exact)
     return Scope("global")
+
+
+# A session may be named by the start of its id, at least this long and naming one session.
+MIN_SESSION_PREFIX = 8
+
+
+def known_session(conn: db.Connection, session_id: str) -> str:
+    """The full id of a session the index holds, named whole or by a unique prefix of
+    MIN_SESSION_PREFIX characters or more; an unknown or ambiguous one is a UserError."""
+    if conn.execute("SELECT 1 FROM files WHERE session_id = ? LIMIT 1", (session_id,)).fetchone():
+        return session_id
+    if len(session_id) >= MIN_SESSION_PREFIX:
+        ids = [
+            row[0]
+            for row in conn.execute(
+                "SELECT DISTINCT session_id FROM files WHERE substr(session_id, 1, ?) = ? LIMIT 2",
+                (len(session_id), session_id),
+            )
+        ]
+        if len(ids) == 1:
+            return ids[0]
+        if ids:
+            raise UserError(
+                f"session {session_id!r} starts several sessions ({ids[0]}, {ids[1]}, ...): "
+                f"give more of its id (e.g. --session {ids[0]})"
+            )
+    raise UserError(
+        f"no session {session_id!r} in the index: give its id or its first {MIN_SESSION_PREFIX} characters "
+        "or more (e.g. --session 0b6e6f2c)"
+    )
 
 
 def _check_session_within(

@@ -654,3 +654,27 @@ def test_summaries_help_offers_only_the_summary_kinds(run):
     kind_help = " ".join(run("summaries", "--help").output.split()).split("--kind KIND")[1].split("--limit")[0]
     assert "compaction" in kind_help and "branch_summary" in kind_help
     assert "tool_result" not in kind_help
+
+
+def test_naming_a_session_searches_that_session(run, populated, home):
+    run("index")
+    sid = populated["a"].session_id
+    data = json.loads(run("search", "widgets", "--session", sid, "--json", "--cwd", str(home / "Apps/other")).output)
+    assert data["scope"] == "session" and data["results"]
+    assert {hit["session_id"] for hit in data["results"]} == {sid}  # not the other project's widgets
+
+
+def test_a_session_is_named_by_its_first_eight_characters_and_no_fewer(run, populated):
+    run("index")
+    sid = populated["a"].session_id
+    found = json.loads(run("search", "widgets", "--scope", "session", "--session", sid[:8], "--json").output)
+    assert {hit["session_id"] for hit in found["results"]} == {sid}
+    short = run("search", "widgets", "--scope", "session", "--session", sid[:4])
+    assert short.exit_code == 1 and "no session" in short.output and "first 8 characters" in short.output
+
+
+def test_an_unknown_session_is_a_one_line_error(run, populated):
+    run("index")
+    result = run("search", "widgets", "--scope", "session", "--session", "nope")
+    assert result.exit_code == 1
+    assert "no session 'nope' in the index" in result.output and len(result.output.strip().splitlines()) == 1

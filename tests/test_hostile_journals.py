@@ -194,7 +194,7 @@ def test_a_journal_that_fails_is_recorded_and_the_others_of_its_group_are_indexe
     watch = watched_passes(monkeypatch, bulk)
     result = run("index")
     assert result.exit_code == 0, result.output
-    assert "Could not index 1 journals" in result.output
+    assert "Could not index 1 journal;" in result.output
     assert set(watch.parsed_apart) == {bulk}
     for j in others:
         assert len(entry_ids(conn, j.path)) == 2
