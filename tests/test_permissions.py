@@ -149,6 +149,18 @@ async def test_a_project_capped_person_gets_the_pages_but_no_global_search(locat
 
 
 @pytest.mark.asyncio
+async def test_a_scope_wider_than_the_cap_shows_the_widest_allowed_as_chosen(locations, named_world):
+    ds = await started(make_datasette(locations, permissions={ACTION: {"id": ["alice", "root"]}}))
+    try:
+        wide = await ds.client.get("/-/pi-memory/search", params={"q": "kestrel", "scope": "global"}, actor=ALICE)
+        assert wide.status_code == 400
+        assert '<option value="project" selected>' in wide.text
+        assert '<option value="session" selected>' not in wide.text
+    finally:
+        await ds.invoke_shutdown()
+
+
+@pytest.mark.asyncio
 async def test_the_menu_link_is_for_people_only(locations, named_world):
     ds = await started(make_datasette(locations))
     try:
