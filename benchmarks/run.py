@@ -542,21 +542,9 @@ class Bench:
                         terms += 1
                         secret_hits.append(f"{s['secret_kind']}: {probe[:6]}… is a term")
                         break
-                r = call_flexible(
-                    query.read,
-                    conn,
-                    loc,
-                    s["entry_id"],
-                    session_id=s["session_id"],
-                    cwd=s["cwd"],
-                    scope="global",
-                    home=home,
-                )
-                text = r.get("text") or ""
-                off = 0
-                while r.get("next_offset") and s["value"] not in text and off < 50:
-                    off += 1
-                    r = call_flexible(
+
+                def read_page(s: dict = s, offset: int = 0) -> dict:
+                    return call_flexible(
                         query.read,
                         conn,
                         loc,
@@ -564,9 +552,16 @@ class Bench:
                         session_id=s["session_id"],
                         cwd=s["cwd"],
                         scope="global",
-                        offset=r["next_offset"],
+                        offset=offset,
                         home=home,
                     )
+
+                r = read_page()
+                text = r.get("text") or ""
+                pages = 0
+                while r.get("next_offset") and s["value"] not in text and pages < 50:
+                    pages += 1
+                    r = read_page(offset=r["next_offset"])
                     text = r.get("text") or ""
                 if s["value"] in text or any(p in text for p in s["probes"]):
                     shown += 1

@@ -5,6 +5,8 @@ The `world` and `token` fixtures themselves are in conftest.py.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from urllib.parse import urlencode
 
 from datasette_test import Datasette
@@ -47,3 +49,13 @@ def api_path(action: str, world, **params) -> str:
         base = {}
     base.update(params)
     return f"/-/pi-memory/api/{action}?{urlencode(base, doseq=True)}"
+
+
+@contextlib.asynccontextmanager
+async def running(datasette: Datasette) -> AsyncIterator[Datasette]:
+    """The Datasette started (its startup hooks run), and shut down however the block ends."""
+    await datasette.invoke_startup()
+    try:
+        yield datasette
+    finally:
+        await datasette.invoke_shutdown()

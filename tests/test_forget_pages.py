@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import pytest_asyncio
 from click.testing import CliRunner
-from plugin_world import ROOT, pimem_serve_datasette
+from plugin_world import ROOT, pimem_serve_datasette, running
 
 from pimem_index.cli import cli
 
@@ -13,10 +13,8 @@ from pimem_index.cli import cli
 @pytest_asyncio.fixture
 async def ds(locations, forgotten_session):
     """A Datasette configured exactly as `pimem serve` configures it, after the forget."""
-    datasette = pimem_serve_datasette(locations)
-    await datasette.invoke_startup()
-    yield datasette
-    await datasette.invoke_shutdown()
+    async with running(pimem_serve_datasette(locations)) as datasette:
+        yield datasette
 
 
 def pages(s) -> dict[str, str]:

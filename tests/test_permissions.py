@@ -12,7 +12,7 @@ import sqlite3
 import pytest
 import pytest_asyncio
 from datasette_test import Datasette
-from plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette
+from plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette, pimem_serve_datasette, running
 
 from datasette_pi_memory.state import ACTION
 from pimem_index.indexer import index_all
@@ -56,80 +56,61 @@ async def assert_every_page_refuses(ds, world, **request) -> list:
     return replies
 
 
-async def started(datasette):
-    await datasette.invoke_startup()
-    return datasette
-
-
 # ---- item 2: pages are for people, within their cap ------------------------------------------
 
 
 @pytest.mark.asyncio
 async def test_the_agent_token_is_refused_on_every_page_and_pointed_at_the_api(locations, named_world, token):
-    ds = await started(make_datasette(locations))
-    try:
+    async with running(make_datasette(locations)) as ds:
         for res in await assert_every_page_refuses(ds, named_world, **bearer(token)):
             assert "/-/pi-memory/api/" in res.text
         own = await ds.client.get(api_path("search", named_world, q="heron"), **bearer(token))
         assert own.status_code == 200 and own.json()["results"]
-    finally:
-        await ds.invoke_shutdown()
 
 
 @pytest.mark.asyncio
 async def test_the_agent_actor_is_refused_on_pages_even_without_a_token(locations, named_world):
-    ds = await started(make_datasette(locations))
-    try:
+    async with running(make_datasette(locations)) as ds:
         await assert_every_page_refuses(ds, named_world, actor={"id": "pi-agent"})
         own = await ds.client.get(api_path("read", named_world), actor={"id": "pi-agent"})
         assert own.json()["status"] == "ok" and HERON in own.json()["text"]
-    finally:
-        await ds.invoke_shutdown()
 
 
 @pytest.mark.asyncio
 async def test_a_session_capped_agent_is_refused_on_every_page(locations, named_world, token):
-    ds = await started(make_datasette(locations, {"agent_max_scope": "session"}))
-    try:
+    async with running(make_datasette(locations, {"agent_max_scope": "session"})) as ds:
         await assert_every_page_refuses(ds, named_world, **bearer(token))
         own = await ds.client.get(
             api_path("search", named_world, scope="session", journal=str(named_world["a"].path)), **bearer(token)
         )
         assert own.status_code == 200 and own.json()["results"]
-    finally:
-        await ds.invoke_shutdown()
 
 
 @pytest.mark.asyncio
 async def test_a_session_capped_person_is_refused_on_pages_but_not_the_api(locations, named_world):
-    ds = await started(make_datasette(locations, {"max_scope": "session"}, permissions={ACTION: {"id": "alice"}}))
-    try:
+    async with running(
+        make_datasette(locations, {"max_scope": "session"}, permissions={ACTION: {"id": "alice"}})
+    ) as ds:
         for res in await assert_every_page_refuses(ds, named_world, actor=ALICE):
             assert "session" in res.text
         own = await ds.client.get(
             api_path("search", named_world, scope="session", journal=str(named_world["a"].path)), actor=ALICE
         )
         assert own.status_code == 200 and own.json()["results"]
-    finally:
-        await ds.invoke_shutdown()
 
 
 @pytest.mark.asyncio
 async def test_the_render_hook_shows_the_agent_no_text(locations, named_world):
-    ds = await started(make_datasette(locations))
-    try:
+    async with running(make_datasette(locations)) as ds:
         agent = await ds.client.get("/history/entries", actor={"id": "pi-agent"})
         assert HERON not in agent.text and "pi-memory-cell" not in agent.text
         root = await ds.client.get("/history/entries", actor=ROOT)
         assert HERON in root.text and "pi-memory-cell" in root.text
-    finally:
-        await ds.invoke_shutdown()
 
 
 @pytest.mark.asyncio
 async def test_a_project_capped_person_gets_the_pages_but_no_global_search(locations, named_world):
-    ds = await started(make_datasette(locations, permissions={ACTION: {"id": ["alice", "root"]}}))
-    try:
+    async with running(make_datasette(locations, permissions={ACTION: {"id": ["alice", "root"]}})) as ds:
         overview = await ds.client.get("/-/pi-memory", actor=ALICE)
         assert overview.status_code == 200
         assert '<option value="global"' not in overview.text and '<option value="project"' in overview.text
@@ -144,32 +125,24 @@ async def test_a_project_capped_person_gets_the_pages_but_no_global_search(locat
         assert api.status_code == 400 and "kestrel only" not in api.text
         root = await ds.client.get("/-/pi-memory/search", params={"q": "kestrel", "scope": "global"}, actor=ROOT)
         assert root.status_code == 200 and "only in the fluenty" in root.text
-    finally:
-        await ds.invoke_shutdown()
 
 
 @pytest.mark.asyncio
 async def test_a_scope_wider_than_the_cap_shows_the_widest_allowed_as_chosen(locations, named_world):
-    ds = await started(make_datasette(locations, permissions={ACTION: {"id": ["alice", "root"]}}))
-    try:
+    async with running(make_datasette(locations, permissions={ACTION: {"id": ["alice", "root"]}})) as ds:
         wide = await ds.client.get("/-/pi-memory/search", params={"q": "kestrel", "scope": "global"}, actor=ALICE)
         assert wide.status_code == 400
         assert '<option value="project" selected>' in wide.text
         assert '<option value="session" selected>' not in wide.text
-    finally:
-        await ds.invoke_shutdown()
 
 
 @pytest.mark.asyncio
 async def test_the_menu_link_is_for_people_only(locations, named_world):
-    ds = await started(make_datasette(locations))
-    try:
+    async with running(make_datasette(locations)) as ds:
         root = await ds.client.get("/", actor=ROOT)
         assert 'href="/-/pi-memory">Pi memory</a>' in root.text
         agent = await ds.client.get("/-/versions", actor={"id": "pi-agent"})
         assert 'href="/-/pi-memory">Pi memory</a>' not in agent.text
-    finally:
-        await ds.invoke_shutdown()
 
 
 # ---- item 4: the index is private to pi-memory-read ---------------------------------------------
@@ -192,9 +165,8 @@ async def plain(locations, world, other_db):
     """`datasette serve history.sqlite other.db` with the plugin installed: no pimem config, no allow block."""
     ds = Datasette([str(locations.db_path), other_db], permissions={ACTION: {"id": ["bob", "root"]}})
     ds.root_enabled = True
-    await ds.invoke_startup()
-    yield ds
-    await ds.invoke_shutdown()
+    async with running(ds):
+        yield ds
 
 
 BOB = {"id": "bob"}  # granted pi-memory-read by configuration
@@ -285,8 +257,7 @@ async def test_an_unrelated_database_stays_readable_anonymously(plain, world):
 async def test_cross_database_sql_does_not_reach_the_index(locations, world, other_db):
     ds = Datasette([str(locations.db_path), other_db], crossdb=True, permissions={ACTION: {"id": "root"}})
     ds.root_enabled = True
-    await ds.invoke_startup()
-    try:
+    async with running(ds):
         sql = {"sql": "select path from history.files", "_shape": "array"}
         anon = await ds.client.get("/_memory/-/query.json", params=sql)
         assert anon.status_code == 403 and ".jsonl" not in anon.text
@@ -294,20 +265,12 @@ async def test_cross_database_sql_does_not_reach_the_index(locations, world, oth
         assert root.status_code == 200 and ".jsonl" in root.text
         other = await ds.client.get("/other/-/query.json", params={"sql": "select name from birds"})
         assert other.status_code == 200
-    finally:
-        await ds.invoke_shutdown()
 
 
 @pytest.mark.asyncio
 async def test_the_pimem_serve_configuration_keeps_its_private_index(locations, world):
     """An allow block for every authenticated actor does not open the index to one without the action."""
-    from datasette_pi_memory.serve import ensure_secret, metadata_and_config
-
-    metadata, config = metadata_and_config(locations, "history", background_index=False)
-    ds = Datasette([str(locations.db_path)], secret=ensure_secret(locations), config=config, metadata=metadata)
-    ds.root_enabled = True
-    await ds.invoke_startup()
-    try:
+    async with running(pimem_serve_datasette(locations)) as ds:
         for path in (
             "/history/files.json",
             "/history/-/query.json?sql=select+path+from+files",
@@ -320,8 +283,6 @@ async def test_the_pimem_serve_configuration_keeps_its_private_index(locations, 
         stored = await ds.client.get("/-/queries.json", actor=ALICE)
         assert "compactions" not in stored.text
         assert "compactions" in (await ds.client.get("/-/queries.json", actor=ROOT)).text
-    finally:
-        await ds.invoke_shutdown()
 
 
 # ---- item 4: nobody writes the index through Datasette -------------------------------------------
@@ -410,8 +371,7 @@ async def test_a_table_level_allow_in_the_configuration_does_not_open_the_index(
     }
     ds = Datasette([str(locations.db_path)], config=config)
     ds.root_enabled = True
-    await ds.invoke_startup()
-    try:
+    async with running(ds):
         anon = await ds.client.get("/history/files.json")
         assert anon.status_code == 403 and ".jsonl" not in anon.text
         alice = await ds.client.get("/history/entries.json", actor=ALICE)
@@ -421,5 +381,3 @@ async def test_a_table_level_allow_in_the_configuration_does_not_open_the_index(
         assert conn.execute("SELECT count(*) FROM entries WHERE rowid = 1").fetchone()[0] == 1
         root = await ds.client.get("/history/files.json", actor=ROOT)
         assert root.status_code == 200 and ".jsonl" in root.text
-    finally:
-        await ds.invoke_shutdown()

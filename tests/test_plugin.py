@@ -17,7 +17,7 @@ import pytest_asyncio
 from datasette.tokens import TokenRestrictions
 from datasette_test import Datasette
 from pijournal import Journal
-from plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette, pimem_serve_datasette
+from plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette, pimem_serve_datasette, running
 
 from datasette_pi_memory.serve import ensure_secret
 from datasette_pi_memory.state import ACTION, PLUGIN
@@ -29,10 +29,8 @@ API = ("search", "read", "summaries", "status")
 
 @pytest_asyncio.fixture
 async def ds(locations, world):
-    datasette = make_datasette(locations)
-    await datasette.invoke_startup()
-    yield datasette
-    await datasette.invoke_shutdown()
+    async with running(make_datasette(locations)) as datasette:
+        yield datasette
 
 
 # ---- permissions on every route ---------------------------------------------------------------
@@ -591,10 +589,8 @@ async def test_background_indexing_defaults_to_instances_serving_the_index(locat
 @pytest_asyncio.fixture
 async def served_like_pimem_serve(locations, world):
     """A Datasette with exactly the configuration and metadata `pimem serve` uses."""
-    datasette = pimem_serve_datasette(locations)
-    await datasette.invoke_startup()
-    yield datasette
-    await datasette.invoke_shutdown()
+    async with running(pimem_serve_datasette(locations)) as datasette:
+        yield datasette
 
 
 @pytest.mark.asyncio

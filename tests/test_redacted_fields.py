@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 import pytest
 import pytest_asyncio
 from indexed import vocab
-from plugin_world import ROOT, make_datasette
+from plugin_world import ROOT, make_datasette, running
 
 from pimem_index import indexer
 
@@ -61,10 +61,8 @@ def fields_world(conn, locations, new_journal):
 
 @pytest_asyncio.fixture
 async def ds(locations, fields_world):
-    datasette = make_datasette(locations)
-    await datasette.invoke_startup()
-    yield datasette
-    await datasette.invoke_shutdown()
+    async with running(make_datasette(locations)) as datasette:
+        yield datasette
 
 
 def leaks(shown: dict[str, str], bodies) -> list[str]:

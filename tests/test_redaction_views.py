@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 import pytest
 import pytest_asyncio
 from indexed import vocab
-from plugin_world import ROOT, make_datasette
+from plugin_world import ROOT, make_datasette, running
 
 from pimem_index import indexer
 from pimem_index.redact import MASK, SLICE_CHARS, context_of, redact, redact_part
@@ -89,10 +89,8 @@ SCENARIOS = {
 
 @pytest_asyncio.fixture
 async def ds(locations, conn):
-    datasette = make_datasette(locations)
-    await datasette.invoke_startup()
-    yield datasette
-    await datasette.invoke_shutdown()
+    async with running(make_datasette(locations)) as datasette:
+        yield datasette
 
 
 async def every_view(ds, conn, journal, entry_id: str) -> dict[str, str]:
