@@ -7,9 +7,9 @@ import logging
 from datasette import Forbidden, NotFound, Response
 
 from pimem_index import browse, db, journal, query
-from pimem_index.errors import UserError
+from pimem_index.errors import Arg, UserError
 from pimem_index.requests import ReadRequest, query_args
-from pimem_index.scope import offered, page_default_scope
+from pimem_index.scope import EXAMPLE_CWD, offered, page_default_scope
 
 from . import api, html
 from .state import ACTION, state
@@ -40,7 +40,7 @@ async def api_view(datasette, request):
     try:
         data = await memory.run(api.call, memory.locations, action, args, memory.max_scope_for(request.actor))
     except UserError as e:
-        return Response.json({"error": str(e)}, status=400)
+        return Response.json({"error": e.for_http()}, status=400)
     except db.DatabaseError as e:
         logger.exception("pi-memory index error")
         return Response.json({"error": db.describe_error(e, memory.locations.db_path)}, status=500)
@@ -151,7 +151,7 @@ def _search_page_data(conn, locations, action, params: dict, max_scope, searched
         try:
             reply = api.call(conn, locations, action, params, max_scope)
         except UserError as e:
-            error = str(e)
+            error = e.for_http()
     return {"projects": projects, "reply": reply, "error": error}
 
 
@@ -221,10 +221,10 @@ async def read_page(datasette, request):
     reply = None
     try:
         if params["scope"] == "project" and not params["cwd"]:
-            raise UserError("scope 'project' needs cwd (e.g. cwd=/home/u/Apps/prjct)")
+            raise UserError("scope 'project' needs cwd", Arg("cwd", EXAMPLE_CWD))
         reply = await memory.run(_read_data, memory.locations, params, max_scope)
     except UserError as e:
-        error = str(e)
+        error = e.for_http()
     return await render(
         datasette,
         request,

@@ -60,7 +60,7 @@ class Group(click.Group):
         try:
             return super().invoke(ctx)
         except UserError as e:
-            raise click.ClickException(str(e)) from None
+            raise click.ClickException(e.for_cli()) from None
         except db.DatabaseError as e:
             raise click.ClickException(db.describe_error(e, ctx.meta.get(DB_PATH_KEY))) from None
         except indexer.ParserStopped as e:

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import UserError
+from .errors import Arg, UserError
 
 
 def agent_dir() -> Path:
@@ -83,26 +83,26 @@ def checked_journal(locations: Locations, path: str | None) -> str | None:
     """
     if path is None or path == "":
         return None
-    example = "(e.g. journal=/home/u/.pi/agent/sessions/--home-u-app--/2026-03-15T22-40-18-123Z_0b6e.jsonl)"
+    example = Arg("journal", "/home/u/.pi/agent/sessions/--home-u-app--/2026-03-15T22-40-18-123Z_0b6e.jsonl")
     if "\0" in path:
-        raise UserError(f"journal must be a path without NUL characters {example}")
+        raise UserError("journal must be a path without NUL characters", example)
     if not os.path.isabs(path):
-        raise UserError(f"journal must be an absolute path {example}")
+        raise UserError("journal must be an absolute path", example)
     if not path.endswith(".jsonl"):
-        raise UserError(f"journal must be a .jsonl session journal {example}")
+        raise UserError("journal must be a .jsonl session journal", example)
     candidate = Path(path)
     if not locations.contains(candidate):
         raise UserError(
-            f"journal {path} is not inside the journal folders "
-            f"({', '.join(str(d) for d in locations.sessions_dirs)}) {example}"
+            f"journal {path} is not inside the journal folders ({', '.join(str(d) for d in locations.sessions_dirs)})",
+            example,
         )
     try:
         real = candidate.resolve()
         usable = real.name.endswith(".jsonl") and real.is_file()
     except (OSError, ValueError) as e:  # e.g. a name too long for the file system
-        raise UserError(f"journal {path} cannot be used ({getattr(e, 'strerror', None) or e}) {example}") from None
+        raise UserError(f"journal {path} cannot be used ({getattr(e, 'strerror', None) or e})", example) from None
     if not usable:
-        raise UserError(f"journal {path} is not a journal file {example}")
+        raise UserError(f"journal {path} is not a journal file", example)
     return os.path.abspath(path)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import db, forgotten, indexer, lease, store
-from .errors import UserError
+from .errors import Arg, UserError
 from .locations import Locations, discover, find_journals
 from .redact import redact
 from .requests import ReadRequest, SearchRequest, query_terms
@@ -56,7 +56,8 @@ def time_budget(conn: db.Connection, seconds: float | None = None):
             raise
         raise UserError(
             f"the search took longer than {QUERY_SECONDS if seconds is None else seconds:g} s "
-            'and was stopped: search for fewer or rarer words (e.g. q="widgets migration")'
+            "and was stopped: search for fewer or rarer words",
+            Arg("q", "widgets migration"),
         ) from None
     finally:
         conn.set_progress_handler(None, 0)
@@ -315,7 +316,7 @@ def read(conn: db.Connection, locations: Locations, request: ReadRequest | str |
     clean = redact(text)
     total = len(clean)
     if offset > total:
-        raise UserError(f"offset {offset} is past the end of this entry ({total} characters; e.g. offset=0)")
+        raise UserError(f"offset {offset} is past the end of this entry ({total} characters)", Arg("offset", 0))
     end = offset + PAGE_CHARS
     return {
         "action": "read",

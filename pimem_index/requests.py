@@ -20,7 +20,7 @@ from datetime import date, datetime
 from typing import Any
 
 from . import db, journal, store
-from .errors import UserError
+from .errors import Arg, UserError
 from .scope import allowed, default_scope, project_cwd
 
 DEFAULT_LIMIT = 10
@@ -168,7 +168,7 @@ class ReadRequest:
         """Check every field once (a UserError names the first wrong one)."""
         checked_offset = check_offset(offset)
         if not entry_id:
-            raise UserError("read needs an entry id (e.g. pimem read c3d4e5f6)")
+            raise UserError("read needs an entry id", Arg("id", "c3d4e5f6"))
         return cls(
             id=entry_id,
             session_id=session_id,
@@ -230,7 +230,7 @@ def check_summary_kinds(kinds: Iterable[str] | None) -> list[str]:
     wrong = [k for k in kinds if k not in journal.SUMMARY_KINDS]
     if wrong:
         raise UserError(
-            f"summaries holds only compaction and branch_summary entries, not {wrong[0]!r} (e.g. kind=compaction)"
+            f"summaries holds only compaction and branch_summary entries, not {wrong[0]!r}", Arg("kind", "compaction")
         )
     return kinds
 
@@ -251,8 +251,9 @@ def parse_bound(value: str | None, *, end: bool, name: str) -> str | None:
                 dt = dt.astimezone()
     except ValueError:
         raise UserError(
-            f"{name}: cannot read {value!r} as a date: use YYYY-MM-DD (e.g. 2026-03-15) "
-            "or an ISO date-time (e.g. 2026-03-15T22:40:00Z)"
+            f"{name}: cannot read {value!r} as a date: use YYYY-MM-DD or an ISO date-time",
+            Arg(name, "2026-03-15"),
+            Arg(name, "2026-03-15T22:40:00Z"),
         ) from None
     return journal.iso_utc(dt)
 
@@ -262,7 +263,7 @@ def check_kinds(kinds: Iterable[str] | None) -> list[str]:
     kinds = [k for k in (kinds or ()) if k]
     for k in kinds:
         if k not in journal.KINDS:
-            raise UserError(f"unknown kind {k!r}: use one of {', '.join(journal.KINDS)} (e.g. kind=tool_result)")
+            raise UserError(f"unknown kind {k!r}: use one of {', '.join(journal.KINDS)}", Arg("kind", "tool_result"))
     return kinds
 
 
@@ -273,9 +274,9 @@ def check_limit(limit: Any) -> int:
     try:
         value = int(limit)
     except (TypeError, ValueError):
-        raise UserError(f"limit must be a whole number from 1 to {MAX_LIMIT} (e.g. limit=20)") from None
+        raise UserError(f"limit must be a whole number from 1 to {MAX_LIMIT}", Arg("limit", 20)) from None
     if not 1 <= value <= MAX_LIMIT:
-        raise UserError(f"limit must be a whole number from 1 to {MAX_LIMIT} (e.g. limit=20)")
+        raise UserError(f"limit must be a whole number from 1 to {MAX_LIMIT}", Arg("limit", 20))
     return value
 
 
@@ -286,9 +287,9 @@ def check_offset(offset: Any) -> int:
     try:
         value = int(offset)
     except (TypeError, ValueError):
-        raise UserError("offset must be a whole number, 0 or more (e.g. offset=16000)") from None
+        raise UserError("offset must be a whole number, 0 or more", Arg("offset", 16000)) from None
     if value < 0:
-        raise UserError("offset must be a whole number, 0 or more (e.g. offset=16000)")
+        raise UserError("offset must be a whole number, 0 or more", Arg("offset", 16000))
     return value
 
 
@@ -340,7 +341,7 @@ def check_terms(terms: list[str]) -> list[str]:
     """At most MAX_TERMS distinct words: a longer query would hold a worker thread for seconds."""
     if len(terms) > MAX_TERMS:
         raise UserError(
-            f"the query has {len(terms)} distinct words; at most {MAX_TERMS} are searched: "
-            'keep the distinctive ones (e.g. q="widgets migration table locked")'
+            f"the query has {len(terms)} distinct words; at most {MAX_TERMS} are searched: keep the distinctive ones",
+            Arg("q", "widgets migration table locked"),
         )
     return terms

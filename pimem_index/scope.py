@@ -15,9 +15,11 @@ import os
 from dataclasses import dataclass
 
 from . import db, store
-from .errors import UserError
+from .errors import Arg, UserError
 
 SCOPES = ("session", "project", "global")
+EXAMPLE_CWD = "/home/u/Apps/prjct"  # examples in messages
+EXAMPLE_SESSION = "0b6e6f2c-..."
 
 
 def allowed(scope: str | None, max_scope: str) -> bool:
@@ -59,11 +61,12 @@ def project_cwd(conn: db.Connection, cwd: str | None, journal: str | None) -> st
     if cwd is None and journal is not None:
         cwd = journal_cwd(conn, journal)
     if cwd is not None and not os.path.isabs(cwd):
-        raise UserError(f"cwd must be an absolute folder (e.g. cwd=/home/u/Apps/prjct), got {cwd!r}")
+        raise UserError(f"cwd must be an absolute folder, got {cwd!r}", Arg("cwd", EXAMPLE_CWD))
     if cwd is None:
         raise UserError(
-            "scope 'project' needs cwd or journal (e.g. cwd=/home/u/Apps/prjct), "
-            "or ask for scope=session with session_id"
+            "scope 'project' needs cwd or journal",
+            Arg("cwd", EXAMPLE_CWD),
+            (Arg("scope", "session"), Arg("session_id", EXAMPLE_SESSION)),
         )
     return cwd
 
@@ -175,10 +178,10 @@ def resolve_scope(
     """Check a requested scope against the widest allowed and turn it into a Scope."""
     scope = scope or "project"
     if scope not in SCOPES:
-        raise UserError(f"unknown scope {scope!r}: use session, project or global (e.g. scope=project)")
+        raise UserError(f"unknown scope {scope!r}: use session, project or global", Arg("scope", "project"))
     if not allowed(scope, max_scope):
         raise UserError(
-            f"scope {scope!r} is wider than allowed here: the widest is {max_scope!r} (e.g. scope={max_scope})"
+            f"scope {scope!r} is wider than allowed here: the widest is {max_scope!r}", Arg("scope", max_scope)
         )
     if scope == "session":
         current = session_of(conn, journal_path)
@@ -186,7 +189,7 @@ def resolve_scope(
             session_id = known_session(conn, session_id)
         sid = session_id or current
         if not sid:
-            raise UserError("scope 'session' needs a session id or a journal (e.g. --session 0b6e6f2c-...)")
+            raise UserError("scope 'session' needs a session id or a journal", Arg("session_id", EXAMPLE_SESSION))
         if session_id and session_id != current and max_scope != "global":
             _check_session_within(conn, session_id, current, cwd, max_scope, home)
         return Scope("session", session_id=sid)
@@ -217,12 +220,12 @@ def known_session(conn: db.Connection, session_id: str) -> str:
             return ids[0]
         if ids:
             raise UserError(
-                f"session {session_id!r} starts several sessions ({ids[0]}, {ids[1]}, ...): "
-                f"give more of its id (e.g. --session {ids[0]})"
+                f"session {session_id!r} starts several sessions ({ids[0]}, {ids[1]}, ...): give more of its id",
+                Arg("session_id", ids[0]),
             )
     raise UserError(
-        f"no session {session_id!r} in the index: give its id or its first {MIN_SESSION_PREFIX} characters "
-        "or more (e.g. --session 0b6e6f2c)"
+        f"no session {session_id!r} in the index: give its id or its first {MIN_SESSION_PREFIX} characters or more",
+        Arg("session_id", "0b6e6f2c"),
     )
 
 
@@ -237,8 +240,7 @@ def _check_session_within(
         )
     if not cwd:
         raise UserError(
-            "naming a session needs the current folder to check it belongs to this project "
-            "(e.g. cwd=/home/u/Apps/prjct)"
+            "naming a session needs the current folder to check it belongs to this project", Arg("cwd", EXAMPLE_CWD)
         )
     root, exact = project_root(conn, cwd, home)
     where, params = Scope("project", root=root, exact=exact).predicate()
@@ -248,8 +250,8 @@ def _check_session_within(
     ).fetchone()
     if not inside:
         raise UserError(
-            f"session {session_id} is not in this project ({root}), and the widest scope "
-            f"here is {max_scope!r} (e.g. scope=project)"
+            f"session {session_id} is not in this project ({root}), and the widest scope here is {max_scope!r}",
+            Arg("scope", "project"),
         )
 
 

@@ -461,7 +461,7 @@ def test_since_takes_a_full_iso_datetime_not_only_a_day(conn, locations, new_jou
 
 @pytest.mark.parametrize("bad", ["yesterday", "2026-13-01", "15/03/2026", "2026-03-15T25:00"])
 def test_bad_date_is_an_error_with_an_example(conn, locations, bad):
-    with pytest.raises(UserError, match=r"YYYY-MM-DD \(e.g. 2026-03-15\)"):
+    with pytest.raises(UserError, match=r"use YYYY-MM-DD or an ISO date-time \(e.g. since=2026-03-15, or "):
         query.search(conn, locations, "x", scope="global", since=bad)
 
 

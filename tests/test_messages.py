@@ -1,0 +1,135 @@
+"""Messages say the right thing in the right syntax: each surface writes its own examples.
+
+The CLI names arguments as options (`--limit 20`), the API and the pages as parameters
+(`limit=20`); a command to run reads as a command everywhere (`pimem read c3d4e5f6`).
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlencode
+
+import pytest
+import pytest_asyncio
+from click.testing import CliRunner
+from plugin_world import ROOT, make_datasette, running
+
+from pimem_index import errors
+from pimem_index.cli import cli
+
+
+@pytest.fixture
+def run(agent_dir):
+    runner = CliRunner()
+
+    def invoke(*args, cwd=None):
+        old = os.getcwd()
+        if cwd:
+            os.chdir(cwd)
+        try:
+            return runner.invoke(cli, [str(a) for a in args], catch_exceptions=False)
+        finally:
+            os.chdir(old)
+
+    return invoke
+
+
+@pytest_asyncio.fixture
+async def ds(locations, world):
+    async with running(make_datasette(locations)) as datasette:
+        yield datasette
+
+
+# (CLI arguments, API action and parameters, the CLI's example, the API's example)
+BAD_ARGUMENTS = [
+    (["search", "heron", "--limit", "0"], ("search", {"q": "heron", "limit": "0"}), "--limit 20", "limit=20"),
+    (
+        ["search", "heron", "--kind", "toolresult"],
+        ("search", {"q": "heron", "kind": "toolresult"}),
+        "--kind tool_result",
+        "kind=tool_result",
+    ),
+    (
+        ["read", "{user}", "--offset", "-1"],
+        ("read", {"id": "{user}", "offset": "-1"}),
+        "--offset 16000",
+        "offset=16000",
+    ),
+    (["read", "{user}", "--offset", "99999"], ("read", {"id": "{user}", "offset": "99999"}), "--offset 0", "offset=0"),
+    (
+        ["search", "heron", "--session", "nosuchsession"],
+        ("search", {"q": "heron", "scope": "session", "session_id": "nosuchsession"}),
+        "--session 0b6e6f2c",
+        "session_id=0b6e6f2c",
+    ),
+    (
+        ["search", "heron", "--since", "yesterday"],
+        ("search", {"q": "heron", "since": "yesterday"}),
+        "--since 2026-03-15",
+        "since=2026-03-15",
+    ),
+    (
+        ["search", "heron", "--scope", "world"],
+        ("search", {"q": "heron", "scope": "world"}),
+        "--scope project",
+        "scope=project",
+    ),
+]
+IDS = ["limit", "kind", "offset", "offset-past-end", "session", "since", "scope"]
+
+
+def _filled(value: str, world) -> str:
+    return value.format(user=world["ids"]["user"])
+
+
+@pytest.mark.parametrize("cli_args, api, cli_example, api_example", BAD_ARGUMENTS, ids=IDS)
+def test_a_cli_error_shows_its_example_as_options_never_as_parameters(
+    run, world, cli_args, api, cli_example, api_example
+):
+    result = run(*[_filled(a, world) for a in cli_args], "--no-index", "--cwd", world["cwd_a"])
+    assert result.exit_code == 1
+    assert f"e.g. {cli_example}" in result.output
+    assert api_example not in result.output and "=" not in result.output.split("(e.g.")[1]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("cli_args, api, cli_example, api_example", BAD_ARGUMENTS, ids=IDS)
+async def test_an_api_error_shows_its_example_as_parameters_never_as_options(
+    ds, world, cli_args, api, cli_example, api_example
+):
+    action, params = api
+    query = urlencode({"cwd": world["cwd_a"], **{k: _filled(v, world) for k, v in params.items()}})
+    res = await ds.client.get(f"/-/pi-memory/api/{action}?{query}", actor=ROOT)
+    assert res.status_code == 400
+    error = res.json()["error"]
+    assert f"e.g. {api_example}" in error
+    assert cli_example not in error and "--" not in error.split("(e.g.")[1]
+
+
+@pytest.mark.asyncio
+async def test_a_page_error_shows_its_example_as_parameters_never_as_options(ds, world):
+    res = await ds.client.get("/-/pi-memory/search?q=heron&scope=global&limit=0", actor=ROOT)
+    assert res.status_code == 400
+    assert "(e.g. limit=20)" in res.text
+    assert "--limit" not in res.text
+
+
+def test_a_query_example_is_a_quoted_argument_on_the_cli_and_a_parameter_on_the_api():
+    error = errors.UserError("keep the distinctive words", errors.Arg("q", "widgets migration"))
+    assert error.for_cli() == "keep the distinctive words (e.g. 'widgets migration')"
+    assert error.for_http() == "keep the distinctive words (e.g. q=widgets%20migration)"
+    assert "q=" not in error.for_cli() and "'" not in error.for_http()
+
+
+def test_a_command_example_reads_as_a_command_on_every_surface():
+    error = errors.UserError("no such entry", "pimem read c3d4e5f6", errors.Arg("id", "c3d4e5f6"))
+    assert error.for_cli() == "no such entry (e.g. pimem read c3d4e5f6, or c3d4e5f6)"
+    assert error.for_http() == "no such entry (e.g. pimem read c3d4e5f6, or id=c3d4e5f6)"
+    assert "--id" not in error.for_cli()
+
+
+def test_arguments_given_together_join_as_one_example():
+    error = errors.UserError("needs a session", (errors.Arg("scope", "session"), errors.Arg("session_id", "0b6e6f2c")))
+    assert error.for_cli() == "needs a session (e.g. --scope session --session 0b6e6f2c)"
+    assert error.for_http() == "needs a session (e.g. scope=session&session_id=0b6e6f2c)"
+    assert "--session-id" not in error.for_cli()
