@@ -9,7 +9,8 @@ from datasette import Forbidden, NotFound, Response
 from pimem_index import browse, db, journal, query
 from pimem_index.errors import Arg, UserError
 from pimem_index.requests import ReadRequest, query_args
-from pimem_index.scope import EXAMPLE_CWD, offered, page_default_scope
+from pimem_index.scope import EXAMPLE_CWD, offered, page_default_scope, wider
+from pimem_index.words import counted, noun
 
 from . import api, html
 from .state import ACTION, state
@@ -95,6 +96,8 @@ async def render(datasette, request, template: str, context: dict, status: int =
         "highlight": html.highlight,
         "kind_labels": KIND_LABELS,
         "fold_chars": FOLD_CHARS,
+        "counted": counted,
+        "noun": noun,
     }
     body = await datasette.render_template(template, {**base, **context}, request=request)
     return Response.html(body, status=status, headers={"cache-control": "no-store"})
@@ -233,6 +236,7 @@ async def read_page(datasette, request):
             "params": params,
             "reply": reply,
             "error": error,
+            "wider": wider(reply["scope"], max_scope) if reply and reply["status"] == "not_found" else None,
         },
         status=400 if error else 200,
     )

@@ -17,9 +17,11 @@ import click
 import orjson
 
 from . import __version__, db, forget, indexer, journal, lease, parsing, query, requests, store
-from .errors import UserError
+from . import scope as scopes
+from .errors import Arg, UserError
 from .locations import Locations, checked_journal, discover, resolve
 from .requests import ReadRequest, SearchRequest
+from .words import counted
 
 COMMAND_PLUGINS = "pimem_index.commands"  # entry points: a function that adds commands to the pimem group
 
@@ -151,11 +153,6 @@ def _private_memory_dir(locations: Locations) -> None:
     folder = locations.memory_dir
     if locations.db_path.parent == folder and (not folder.exists() or folder.stat().st_mode & 0o077):
         locations.ensure_memory_dir()
-
-
-def counted(n: int, word: str, plural: str | None = None) -> str:
-    """`1 journal`, `2 journals`: a count with its noun in the right number."""
-    return f"{n:,} {word if n == 1 else plural or word + 's'}"
 
 
 def emit_json(data) -> None:
@@ -359,8 +356,8 @@ def rebuild(locations: Locations, as_json):
         emit_json(report.as_json())
     else:
         click.echo(
-            f"Rebuilt {locations.db_path}: {report.entries_added:,} entries from "
-            f"{report.files:,} journals in {report.seconds:.1f}s"
+            f"Rebuilt {locations.db_path}: {counted(report.entries_added, 'entry', 'entries')} from "
+            f"{counted(report.files, 'journal')} in {report.seconds:.1f}s"
         )
 
 
@@ -394,11 +391,11 @@ def gc(locations: Locations, confirm, current, as_json):
         for c in data["candidates"]:
             click.echo(
                 f"{c['path']}\n  {c['cwd'] or '?'}  started {_local_time(c['started'])}  "
-                f"{c['size'] / 1e3:,.1f} kB  {c['entries']} entries  - {c['reason']}"
+                f"{c['size'] / 1e3:,.1f} kB  {counted(c['entries'], 'entry', 'entries')}  - {c['reason']}"
             )
         click.echo(
-            f"{data['total_files']} junk journals, {data['total_bytes'] / 1e6:,.2f} MB, "
-            f"{data['total_entries']} entries."
+            f"{counted(data['total_files'], 'junk journal')}, {data['total_bytes'] / 1e6:,.2f} MB, "
+            f"{counted(data['total_entries'], 'entry', 'entries')}."
         )
         if data["total_files"]:
             click.echo("Delete exactly these (unless they change) with: pimem gc --confirm")
@@ -674,6 +671,12 @@ def read(locations: Locations, entry_id, as_json, no_index, **options):
     elif status_ == "unavailable":
         raise UserError(f"{entry_id} is unavailable: {data['reason']}")
     else:
-        raise UserError(
-            f"no entry {entry_id} in the {data['scope']} scope (try --scope global, or pimem search to find ids)"
-        )
+        raise _not_found(entry_id, data["scope"])
+
+
+def _not_found(entry_id: str, scope: str) -> UserError:
+    """No such entry in this scope: try a wider one, or (already global) find ids by searching."""
+    wider = scopes.wider(scope, "global")
+    if wider:
+        return UserError(f"no entry {entry_id} in the {scope} scope; try a wider one", Arg("scope", wider))
+    return UserError(f"no entry {entry_id} in the index (find ids with: pimem search QUERY --scope global)")

@@ -52,7 +52,11 @@ def _find_entry(conn: db.Connection, entry_id: str, session_id: str | None) -> E
 
 def forget_entry(conn: db.Connection, locations: Locations, entry_id: str, session_id: str | None = None) -> dict:
     """Record and apply forgetting one entry."""
-    row = _find_entry(conn, entry_id, session_id)
+    try:
+        row = _find_entry(conn, entry_id, session_id)
+    except UserError:
+        _refuse_forgotten_entry(locations, entry_id, session_id)
+        raise
     text = reread(conn, row, locations)  # the one place that rereads and checks a line
     record: dict[str, object] = {
         "action": "forget",
@@ -69,6 +73,16 @@ def forget_entry(conn: db.Connection, locations: Locations, entry_id: str, sessi
     return record
 
 
+def _refuse_forgotten_entry(locations: Locations, entry_id: str, session_id: str | None) -> None:
+    """An entry not in the index because it is already forgotten says so, and how to undo it."""
+    sessions = sorted(s for s, e in load(locations.memory_dir).entries if e == entry_id and session_id in (None, s))
+    if sessions:
+        raise UserError(
+            f"entry {entry_id} in session {sessions[0]} is already forgotten "
+            f"(undo: pimem unforget {entry_id} --session {sessions[0]})"
+        )
+
+
 def forget_session(conn: db.Connection, locations: Locations, session_id: str) -> dict:
     """Record and apply forgetting a whole session: its journals leave `files` for `forgotten_journals`."""
     files = conn.execute("SELECT id FROM files WHERE session_id = ?", (session_id,)).fetchall()
@@ -77,7 +91,7 @@ def forget_session(conn: db.Connection, locations: Locations, session_id: str) -
             "SELECT 1 FROM forgotten_journals WHERE session_key = ?", (store.forgotten_key(session_id),)
         ).fetchone():
             raise UserError(f"session {session_id} is already forgotten (undo: pimem unforget --session {session_id})")
-        raise UserError(f"no session {session_id} in the index (list sessions with: pimem search --scope global)")
+        raise UserError(f"no session {session_id} in the index (list sessions with: pimem sessions)")
     record = {"action": "forget", "session_id": session_id, "entry_id": None, "at": journal.now_iso()}
     _append(locations, record)
     with db.write(conn):

@@ -32,6 +32,12 @@ def offered(max_scope: str) -> list[str]:
     return [scope for scope in SCOPES if allowed(scope, max_scope)]
 
 
+def wider(scope: str, max_scope: str) -> str | None:
+    """The widest scope the cap allows when it is wider than `scope` (what to try after finding
+    nothing), else None: never the scope already searched."""
+    return max_scope if scope in SCOPES and SCOPES.index(max_scope) > SCOPES.index(scope) else None
+
+
 def default_scope(max_scope: str) -> str:
     """project when allowed, else the widest allowed (a default, never a narrowed request)."""
     return "project" if allowed("project", max_scope) else max_scope

@@ -133,3 +133,76 @@ def test_arguments_given_together_join_as_one_example():
     assert error.for_cli() == "needs a session (e.g. --scope session --session 0b6e6f2c)"
     assert error.for_http() == "needs a session (e.g. scope=session&session_id=0b6e6f2c)"
     assert "--session-id" not in error.for_cli()
+
+
+# ---- what a message suggests -------------------------------------------------------------------
+
+
+def test_an_entry_missing_from_a_narrow_scope_suggests_the_global_scope(run, world):
+    other = world["other"]  # in the other project
+    result = run("read", other, "--no-index", "--cwd", world["cwd_a"])
+    assert result.exit_code == 1
+    assert f"no entry {other} in the project scope" in result.output and "(e.g. --scope global)" in result.output
+    assert "--scope project" not in result.output
+
+
+def test_an_entry_missing_from_the_global_scope_suggests_no_scope_at_all(run, world):
+    result = run("read", "deadbeef", "--scope", "global", "--no-index")
+    assert result.exit_code == 1
+    assert "no entry deadbeef in the index" in result.output and "pimem search" in result.output
+    assert "--scope global" not in result.output.replace("pimem search QUERY --scope global", "")
+
+
+@pytest.mark.asyncio
+async def test_the_read_page_offers_a_wider_scope_only_when_there_is_one(ds, world):
+    other = world["other"]
+    narrow = await ds.client.get(f"/-/pi-memory/read?id={other}&scope=project&cwd={world['cwd_a']}", actor=ROOT)
+    assert "Look in the global scope" in narrow.text and "scope=global" in narrow.text
+    wide = await ds.client.get("/-/pi-memory/read?id=deadbeef&scope=global", actor=ROOT)
+    assert "No entry deadbeef in the global scope" in wide.text and "Look in the" not in wide.text
+
+
+def test_the_scope_to_try_is_wider_than_the_one_searched_and_within_the_cap():
+    from pimem_index.scope import wider
+
+    assert [wider(s, "global") for s in ("session", "project", "global")] == ["global", "global", None]
+    assert wider("session", "project") == "project" and wider("project", "project") is None
+
+
+def test_forgetting_a_forgotten_entry_again_says_it_is_already_forgotten(run, world):
+    entry, sid = world["ids"]["user"], world["a"].session_id
+    assert run("forget", entry).exit_code == 0
+    again = run("forget", entry)
+    assert again.exit_code == 1
+    assert f"entry {entry} in session {sid} is already forgotten" in again.output
+    assert f"pimem unforget {entry} --session {sid}" in again.output and "in the index" not in again.output
+
+
+def test_an_unknown_session_to_forget_points_to_the_sessions_command(run, world):
+    result = run("forget", "--session", "no-such-session")
+    assert result.exit_code == 1 and "list sessions with: pimem sessions" in result.output
+    assert "pimem search" not in result.output
+
+
+# ---- counts in the right number ----------------------------------------------------------------
+
+
+def test_a_rebuild_of_one_journal_says_journal_and_entry_in_the_singular(run, new_journal):
+    new_journal().user("only one")
+    result = run("rebuild")
+    assert result.exit_code == 0 and "1 entry from 1 journal in" in result.output
+    assert "1 journals" not in result.output and "1 entries" not in result.output
+
+
+@pytest.mark.asyncio
+async def test_the_overview_says_one_session_in_the_singular(locations, new_journal):
+    from pimem_index import indexer, store
+
+    new_journal().user("only one")
+    conn = store.open_index(locations.db_path)
+    indexer.index_all(conn, locations)
+    conn.close()
+    async with running(make_datasette(locations)) as datasette:
+        page = (await datasette.client.get("/-/pi-memory", actor=ROOT)).text
+    assert "</strong> session</div>" in page and "</strong> journal (" in page
+    assert "</strong> sessions</div>" not in page and "</strong> journals (" not in page
