@@ -7,16 +7,14 @@ fingerprint) and redacted; nothing here reads a file outside the journal folders
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
 from typing import NamedTuple
 
 from . import db
 from .locations import Locations
-from .reread import UNAVAILABLE, EntryRow, entry_json, redacted_head, reread, select_entries
+from .reread import EntryRow, entry_json, redacted_head, reread, select_entries, unavailable_reason, unavailable_text
 
 SESSION_PAGE = 200
 TITLE_CHARS = 120
-OUTSIDE = "[journal outside the journal folders: not read]"
 
 
 def _text(conn, locations: Locations, row: EntryRow, max_chars: int) -> tuple[str | None, str | None, int]:
@@ -24,11 +22,9 @@ def _text(conn, locations: Locations, row: EntryRow, max_chars: int) -> tuple[st
 
     Only what is shown is redacted (with a margin), not all of a multi-megabyte output.
     """
-    if not locations.contains(Path(row.path)):
-        return None, OUTSIDE, 0
     text = reread(conn, row, locations)
     if text is None:
-        return None, UNAVAILABLE, 0
+        return None, unavailable_text(unavailable_reason(row, locations)), 0
     return redacted_head(text, max_chars), None, len(text)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import time
 from contextlib import contextmanager
 from datetime import datetime
@@ -21,7 +20,16 @@ from .errors import Arg, UserError
 from .locations import Locations, discover, find_journals
 from .redact import redact
 from .requests import ReadRequest, SearchRequest, query_terms
-from .reread import ENTRY_COLUMNS, UNAVAILABLE, EntryRow, entry_json, excerpt, reread, select_entries
+from .reread import (
+    ENTRY_COLUMNS,
+    EntryRow,
+    entry_json,
+    excerpt,
+    reread,
+    select_entries,
+    unavailable_reason,
+    unavailable_text,
+)
 from .scope import Scope, resolve_scope, session_of
 
 CANDIDATES = 400
@@ -254,7 +262,8 @@ def _hit(conn, locations: Locations, row: EntryRow, score: float | None, terms: 
     hit = entry_json(row)
     text = reread(conn, row, locations)
     if text is None:
-        hit["excerpt"] = UNAVAILABLE
+        hit["reason"] = unavailable_reason(row, locations)
+        hit["excerpt"] = unavailable_text(hit["reason"])
         hit["stale"] = True
     else:
         hit["excerpt"] = excerpt(text, terms)
@@ -290,29 +299,10 @@ def read(conn: db.Connection, locations: Locations, request: ReadRequest | str |
             ],
         }
     row = rows[0]
-    if not os.path.exists(row.path):
-        return {
-            "action": "read",
-            "status": "unavailable",
-            **sc.as_json(),
-            "reason": f"the journal {row.path} no longer exists",
-        }
-    if not locations.contains(Path(row.path)):
-        return {
-            "action": "read",
-            "status": "unavailable",
-            **sc.as_json(),
-            "reason": f"the journal {row.path} is outside the journal folders "
-            f"({', '.join(str(d) for d in locations.sessions_dirs)})",
-        }
     text = reread(conn, row, locations)
     if text is None:
-        return {
-            "action": "read",
-            "status": "unavailable",
-            **sc.as_json(),
-            "reason": "the journal line changed since it was indexed; the journal is queued for reindexing",
-        }
+        reason = unavailable_reason(row, locations)
+        return {"action": "read", "status": "unavailable", **sc.as_json(), "reason": reason}
     clean = redact(text)
     total = len(clean)
     if offset > total:

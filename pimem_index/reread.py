@@ -9,6 +9,7 @@ shown of it is redacted here too (`excerpt`, `redacted_head`). An entry comes as
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -98,6 +99,24 @@ def reread(conn: db.Connection, row: EntryRow, locations: Locations) -> str | No
         _queue_reindex(conn, row.file_id)
         return None
     return item.text
+
+
+def unavailable_reason(row: EntryRow, locations: Locations) -> str:
+    """Why `reread` gives no text for this entry, in words a person can act on (never its text)."""
+    path = Path(row.path)
+    if not path.exists():
+        return f"the journal {row.path} no longer exists"
+    if not locations.contains(path):
+        folders = ", ".join(str(d) for d in locations.sessions_dirs)
+        return f"the journal {row.path} is outside the journal folders ({folders}), so it is not read"
+    if not os.access(path, os.R_OK):
+        return f"the journal {row.path} cannot be read (permission denied)"
+    return "the journal line changed since it was indexed; the journal is queued for reindexing"
+
+
+def unavailable_text(reason: str) -> str:
+    """What stands in for an entry's text when it cannot be shown: the placeholder and its reason."""
+    return f"{UNAVAILABLE[:-1]}: {reason}]"
 
 
 def _queue_reindex(conn, file_id: int) -> None:

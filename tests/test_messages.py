@@ -206,3 +206,55 @@ async def test_the_overview_says_one_session_in_the_singular(locations, new_jour
         page = (await datasette.client.get("/-/pi-memory", actor=ROOT)).text
     assert "</strong> session</div>" in page and "</strong> journal (" in page
     assert "</strong> sessions</div>" not in page and "</strong> journals (" not in page
+
+
+# ---- why an entry is unavailable -------------------------------------------------------------
+
+
+@pytest.fixture
+def outside_entry(agent_dir, home, tmp_path):
+    """An entry indexed from a folder given with --sessions-dir, then read without that folder."""
+    from pijournal import Journal
+
+    extra = tmp_path / "extra"
+    journal = Journal(extra, str(home / "Apps/prjct"))
+    entry = journal.user("zebrafish lives outside")
+    assert CliRunner().invoke(cli, ["index", "--sessions-dir", str(extra)]).exit_code == 0
+    return {"id": entry, "session_id": journal.session_id, "journal": str(journal.path)}
+
+
+def test_a_search_hit_outside_the_journal_folders_says_why_it_is_unavailable(run, outside_entry):
+    result = run("search", "zebrafish", "--scope", "global", "--no-index")
+    assert "[journal line unavailable: the journal" in result.output and "outside the journal folders" in result.output
+    assert "zebrafish lives" not in result.output
+
+
+def test_the_api_gives_the_reason_of_an_unavailable_hit(run, outside_entry):
+    import json
+
+    hit = json.loads(run("search", "zebrafish", "--scope", "global", "--no-index", "--json").output)["results"][0]
+    assert "outside the journal folders" in hit["reason"] and outside_entry["journal"] in hit["reason"]
+    assert "zebrafish lives" not in json.dumps(hit)
+
+
+@pytest.mark.asyncio
+async def test_the_pages_give_the_reason_of_an_unavailable_entry(locations, outside_entry):
+    sid, entry = outside_entry["session_id"], outside_entry["id"]
+    async with running(make_datasette(locations)) as datasette:
+        read = (await datasette.client.get(f"/-/pi-memory/read?id={entry}&scope=global", actor=ROOT)).text
+        session = (await datasette.client.get(f"/-/pi-memory/sessions/{sid}", actor=ROOT)).text
+        search = (await datasette.client.get("/-/pi-memory/search?q=zebrafish&scope=global", actor=ROOT)).text
+    for page in (read, session, search):
+        assert "unavailable: the journal " in page and "outside the journal folders" in page
+        assert "zebrafish lives" not in page
+
+
+def test_an_entry_whose_journal_changed_says_it_is_queued_for_reindexing(conn, locations, world):
+    from pimem_index import browse
+
+    world["a"].path.write_bytes(world["a"].path.read_bytes().replace(b"heron", b"egret"))
+    shown = browse.session(conn, locations, world["a"].session_id)["entries"]
+    assert shown[0]["text"] == "[journal line unavailable: the journal line changed since it was indexed; " + (
+        "the journal is queued for reindexing]"
+    )
+    assert not any("egret" in e["text"] for e in shown if e["unavailable"])
