@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlencode
 
+from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
 
 from pimem_index.journal import local_time
@@ -31,6 +32,22 @@ def highlight(text: str | None, query: str | None) -> Markup:
     return Markup("".join(out))
 
 
+# CommonMark with raw HTML off: a tag in a summary shows as text; links go through markdown-it's
+# validateLink (no javascript:, vbscript:, file: or data: other than images).
+_MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table").enable("strikethrough")
+
+
+def markdown(text: str | None) -> Markup:
+    """Already redacted text rendered as markdown, safely: HTML in it is escaped, never run."""
+    return Markup(_MARKDOWN.render(text or ""))
+
+
+def path(value: str | None) -> Markup:
+    """A path HTML-escaped, free to break after each `/` (so a narrow page breaks it between
+    folders, never inside a folder's name; the pages' CSS keeps words whole)."""
+    return Markup("/<wbr>".join(str(escape(part)) for part in (value or "").split("/")))
+
+
 def when(ts: str | None) -> str:
     """A journal timestamp (UTC ISO) as local YYYY-MM-DD HH:MM."""
     return local_time(ts)
@@ -49,35 +66,31 @@ def qs(**params) -> str:
     return urlencode(pairs)
 
 
-def activity_svg(days: list[dict], width: int = 720, height: int = 140) -> Markup:
-    """Entries per day as an inline SVG bar chart, with a tooltip per bar."""
+def activity_svg(days: list[dict], height: int = 120) -> Markup:
+    """Entries per day as a bar chart as wide as the page: bars in an SVG stretched to the width
+    (no text inside, so nothing is distorted), its scale and month labels in HTML around it."""
     if not days:
         return Markup("")
-    top, bottom, left = 14, 22, 36
-    plot_h = height - top - bottom
-    plot_w = width - left - 4
     peak = max(d["entries"] for d in days) or 1
-    step = plot_w / len(days)
-    bar = max(step - 2, 1)
-    parts = [
-        f'<svg class="pi-memory-activity" role="img" viewBox="0 0 {width} {height}" '
-        f'width="100%" preserveAspectRatio="xMinYMin meet" xmlns="http://www.w3.org/2000/svg">',
-        f"<title>Entries per day, {escape(days[0]['day'])} to {escape(days[-1]['day'])} (UTC)</title>",
-        f'<line x1="{left}" y1="{top + plot_h}" x2="{width - 4}" y2="{top + plot_h}" stroke="#bbb"/>',
-        f'<text x="{left - 4}" y="{top + 4}" text-anchor="end" font-size="10" fill="#666">{peak:,}</text>',
-        f'<text x="{left - 4}" y="{top + plot_h}" text-anchor="end" font-size="10" fill="#666">0</text>',
-    ]
+    step = 100 / len(days)
+    bars = []
+    labels = []
     for i, d in enumerate(days):
-        x = left + i * step + 1
-        h = 0 if not d["entries"] else max(1.5, plot_h * d["entries"] / peak)
-        y = top + plot_h - h
+        h = 0 if not d["entries"] else max(1.5, 100 * d["entries"] / peak)
         label = f"{d['day']}: {d['entries']:,} entries in {d['sessions']:,} sessions"
-        parts.append(
-            f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{h:.1f}" fill="#276890">'
-            f"<title>{escape(label)}</title></rect>"
+        bars.append(
+            f'<rect x="{i * step + step * 0.1:.3f}" y="{100 - h:.2f}" width="{step * 0.8:.3f}" height="{h:.2f}" '
+            f'fill="#276890"><title>{escape(label)}</title></rect>'
         )
-        if (d["day"].endswith("-01") or i == 0) and x < width - 60:
+        if (d["day"].endswith("-01") or i == 0) and i < len(days) - 4:
             day = d["day"][:7] if i else d["day"]
-            parts.append(f'<text x="{x:.1f}" y="{height - 6}" font-size="10" fill="#666">{escape(day)}</text>')
-    parts.append("</svg>")
-    return Markup("".join(parts))
+            labels.append(f'<span style="left: {i * step:.2f}%">{escape(day)}</span>')
+    title = f"Entries per day, {days[0]['day']} to {days[-1]['day']} (UTC)"
+    return Markup(
+        f'<figure class="pi-memory-chart" aria-label="{escape(title)}">'
+        f'<div class="pi-memory-chart-scale"><span>{peak:,}</span><span>0</span></div>'
+        f'<div class="pi-memory-chart-plot"><svg class="pi-memory-activity" role="img" viewBox="0 0 100 100" '
+        f'preserveAspectRatio="none" width="100%" height="{height}" xmlns="http://www.w3.org/2000/svg">'
+        f"<title>{escape(title)}</title>{''.join(bars)}</svg>"
+        f'<div class="pi-memory-chart-days">{"".join(labels)}</div></div></figure>'
+    )

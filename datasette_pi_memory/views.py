@@ -94,6 +94,8 @@ async def render(datasette, request, template: str, context: dict, status: int =
         "when": html.when,
         "qs": html.qs,
         "highlight": html.highlight,
+        "markdown": html.markdown,
+        "path": html.path,
         "kind_labels": KIND_LABELS,
         "fold_chars": FOLD_CHARS,
         "counted": counted,
@@ -147,15 +149,19 @@ async def index_page(datasette, request):
 
 def _search_page_data(conn, locations, action, params: dict, max_scope, searched: bool):
     projects = browse.projects(conn, limit=200)
+    picked = None  # a project chosen for the caller, which the page names
     if params["scope"] == "project" and not params["cwd"] and projects:
-        params["cwd"] = projects[0]["cwd"]
+        params["cwd"] = picked = projects[0]["cwd"]
     reply, error = None, None
     if searched:
         try:
             reply = api.call(conn, locations, action, params, max_scope)
         except UserError as e:
             error = e.for_http()
-    return {"projects": projects, "reply": reply, "error": error}
+    if reply and action == "summaries":
+        for hit in reply["results"]:
+            hit["shown"] = browse.entry_shown(conn, locations, hit)
+    return {"projects": projects, "reply": reply, "error": error, "picked_project": picked}
 
 
 async def search_page(datasette, request):

@@ -6,15 +6,18 @@ fingerprint) and redacted; nothing here reads a file outside the journal folders
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, date, datetime, timedelta
 from typing import NamedTuple
 
 from . import db
 from .locations import Locations
 from .reread import EntryRow, entry_json, redacted_head, reread, select_entries, unavailable_reason, unavailable_text
+from .scope import project_root
 
 SESSION_PAGE = 200
 TITLE_CHARS = 120
+SUMMARY_CHARS = 8_000  # of a summary, on the summaries page
 
 
 def _text(conn, locations: Locations, row: EntryRow, max_chars: int) -> tuple[str | None, str | None, int]:
@@ -111,6 +114,12 @@ def entry_text(conn: db.Connection, locations: Locations, rowid: int, max_chars:
     return _shown(conn, locations, rows[0], max_chars) if rows else None
 
 
+def entry_shown(conn: db.Connection, locations: Locations, hit: dict, max_chars: int = SUMMARY_CHARS) -> dict | None:
+    """A hit's entry (by its id and session) with its redacted text, shortened: a page shows more than the excerpt."""
+    rows = select_entries(conn, "e.id = ? AND e.session_id = ? LIMIT 1", (hit["id"], hit["session_id"]))
+    return _shown(conn, locations, rows[0], max_chars) if rows else None
+
+
 def activity(conn: db.Connection, days: int = 60, today: date | None = None) -> list[dict]:
     """Entries and sessions per UTC day over the last `days` days, oldest first, zeros included."""
     today = today or datetime.now(UTC).date()
@@ -170,13 +179,29 @@ def one_line(text: str, limit: int) -> str:
     return (flat[:cut] if cut > limit // 2 else flat[:limit]) + " …"
 
 
-def projects(conn: db.Connection, limit: int = 200) -> list[dict]:
-    """Project folders (session cwds), most recently active first."""
-    return [
-        {"cwd": cwd, "sessions": sessions, "last_timestamp": last}
-        for cwd, sessions, last in conn.execute(
-            "SELECT cwd, COUNT(*), MAX(COALESCE(last_timestamp, started)) AS last FROM files "
-            "WHERE cwd IS NOT NULL GROUP BY cwd ORDER BY last DESC LIMIT ?",
-            (limit,),
-        )
-    ]
+def projects(conn: db.Connection, limit: int = 200, home: str | None = None) -> list[dict]:
+    """Projects as a search scopes them: each root (`scope.project_root` of the session folders)
+    once, most recently active first, with the sub-folders it holds (`folders`, and a `note`)."""
+    roots: dict[str, dict] = {}
+    for cwd, sessions, last in conn.execute(
+        "SELECT cwd, COUNT(*), MAX(COALESCE(last_timestamp, started)) AS last FROM files "
+        "WHERE cwd IS NOT NULL GROUP BY cwd ORDER BY last DESC"
+    ):
+        root, _ = project_root(conn, cwd, home)
+        project = roots.setdefault(root, {"cwd": root, "sessions": 0, "last_timestamp": last, "folders": []})
+        project["sessions"] += sessions
+        if cwd != root:
+            project["folders"].append(cwd)
+    found = list(roots.values())[:limit]
+    for project in found:
+        project["note"] = folders_note(project["cwd"], project["folders"])
+    return found
+
+
+def folders_note(root: str, folders: list[str], shown: int = 3) -> str:
+    """`also prjct-fe, prjct-be`: a project's sub-folders with sessions, relative to its root, a few at most."""
+    if not folders:
+        return ""
+    names = [os.path.relpath(f, root) for f in folders[:shown]]
+    more = f" and {len(folders) - shown} more" if len(folders) > shown else ""
+    return f"also {', '.join(names)}{more}"

@@ -127,3 +127,87 @@ def test_reviewer_logs_in_searches_opens_a_session_and_reads(browser, served):
     page.locator(".pi-memory-cell").first.scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "pi-memory-entries-table.png"), full_page=False)
     page.close()
+
+
+LONG_PROJECT = "Apps/prjct/frontendmonorepowithalongname/packages/designsystemcomponents"
+
+
+@pytest.fixture
+def served_layout(agent_dir, home, tmp_path):
+    """`pimem serve` over a project with a long sub-folder and a compaction summary written in markdown."""
+    env = dict(os.environ)
+    for key in ("PIMEM_DB", "PIMEM_SESSIONS_DIRS", "DATASETTE_SECRET"):
+        env.pop(key, None)
+    env["PI_CODING_AGENT_DIR"] = str(agent_dir)
+    env["PYTHONUNBUFFERED"] = "1"
+    Journal(agent_dir / "sessions", str(home / "Apps/prjct")).user("the root of the project")
+    deep = Journal(agent_dir / "sessions", str(home / LONG_PROJECT))
+    deep.session_info("Design system work")
+    deep.user("rename the button tokens")
+    deep.compaction("## Goal\nRename the button tokens\n\n## Progress\n- [x] colors\n- [ ] spacing\n\n<b>bold tag</b>")
+    server = Server(env)
+    link = server.wait_ready()
+    wait_indexed(server, pimem(env, "token").strip())
+    try:
+        yield server, link
+    finally:
+        server.stop()
+
+
+def test_the_overview_chart_spans_the_page(browser, served_layout):
+    server, link = served_layout
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(link)
+    page.goto(f"{server.url}/-/pi-memory")
+    chart = page.locator("svg.pi-memory-activity").bounding_box()
+    content = page.locator("h1").first.evaluate("h => h.parentElement.getBoundingClientRect().width")
+    page.screenshot(path=str(ARTIFACTS / "pi-memory-overview-wide.png"), full_page=True)
+    assert chart["width"] >= 0.9 * content, (chart, content)
+    assert chart["height"] <= 200  # as wide as the page, not taller than a chart should be
+    page.close()
+
+
+# The text of an element line by line, as the browser laid it out.
+LINES_OF = """element => {
+    const range = document.createRange(), lines = new Map();
+    const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+    for (let text = walker.nextNode(); text; text = walker.nextNode()) {
+        for (let i = 0; i < text.length; i++) {
+            range.setStart(text, i); range.setEnd(text, i + 1);
+            const top = Math.round(range.getBoundingClientRect().top);
+            lines.set(top, (lines.get(top) || '') + text.data[i]);
+        }
+    }
+    return [...lines.values()];
+}"""
+
+
+def test_the_overview_breaks_a_long_path_only_after_a_separator_and_stays_in_the_page(browser, served_layout):
+    server, link = served_layout
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 700, "height": 900})
+    page.goto(link)
+    page.goto(f"{server.url}/-/pi-memory")
+    cell = page.locator("table.pi-memory-table td code", has_text="designsystemcomponents").first
+    lines = cell.evaluate(LINES_OF)
+    page.screenshot(path=str(ARTIFACTS / "pi-memory-overview-narrow.png"), full_page=True)
+    assert "".join(lines).endswith("designsystemcomponents") and len(lines) > 1
+    for line in lines[:-1]:  # every line but the last ends at a separator, never inside a word
+        assert line.endswith("/") or line.endswith("-"), lines
+    assert page.evaluate("document.documentElement.scrollWidth") <= 700  # nothing pushes the page sideways
+    page.close()
+
+
+def test_the_summaries_page_renders_a_summarys_markdown_without_its_html(browser, served_layout):
+    server, link = served_layout
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    page.goto(link)
+    page.goto(f"{server.url}/-/pi-memory/summaries?scope=global")
+    summary = page.locator(".pi-memory-markdown").first
+    assert summary.locator("h2", has_text="Goal").count() == 1
+    assert summary.locator("li").count() == 2
+    assert "<b>bold tag</b>" in summary.inner_text() and summary.locator("b").count() == 0
+    page.screenshot(path=str(ARTIFACTS / "pi-memory-summaries.png"), full_page=True)
+    page.close()

@@ -258,3 +258,78 @@ def test_an_entry_whose_journal_changed_says_it_is_queued_for_reindexing(conn, l
         "the journal is queued for reindexing]"
     )
     assert not any("egret" in e["text"] for e in shown if e["unavailable"])
+
+
+# ---- pages: projects, what is searched, summaries ----------------------------------------------
+
+
+@pytest.fixture
+def nested_projects(conn, locations, new_journal):
+    """A project with sessions at its root and in two sub-folders, and another project."""
+    from pimem_index import indexer
+
+    for folder in ("Apps/prjct", "Apps/prjct/prjct-fe", "Apps/prjct/prjct-be", "Apps/other"):
+        new_journal(folder).user(f"work in {folder}")
+    indexer.index_all(conn, locations)
+
+
+def test_the_project_list_names_each_root_once_with_its_sub_folders_as_a_note(conn, home, nested_projects):
+    from pimem_index import browse
+
+    listed = {p["cwd"]: p for p in browse.projects(conn)}
+    assert sorted(listed) == [str(home / "Apps/other"), str(home / "Apps/prjct")]
+    assert sorted(listed[str(home / "Apps/prjct")]["folders"]) == [
+        str(home / "Apps/prjct/prjct-be"),
+        str(home / "Apps/prjct/prjct-fe"),
+    ]
+    assert str(home / "Apps/prjct/prjct-fe") not in listed and listed[str(home / "Apps/other")]["note"] == ""
+
+
+@pytest.mark.asyncio
+async def test_the_project_dropdowns_offer_roots_only(locations, home, nested_projects):
+    async with running(make_datasette(locations)) as datasette:
+        overview = (await datasette.client.get("/-/pi-memory", actor=ROOT)).text
+        search = (await datasette.client.get("/-/pi-memory/search?q=work&scope=global", actor=ROOT)).text
+    for page in (overview, search):
+        assert f'<option value="{home}/Apps/prjct"' in page and "(also prjct-" in page
+        assert f'<option value="{home}/Apps/prjct/prjct-fe"' not in page
+
+
+@pytest.mark.asyncio
+async def test_the_overview_preselects_no_project_while_the_scope_is_global(locations, home, nested_projects):
+    async with running(make_datasette(locations)) as datasette:
+        page = (await datasette.client.get("/-/pi-memory", actor=ROOT)).text
+    assert '<option value="global" selected>' in page and '<option value="" selected>(every project)' in page
+    assert f'<option value="{home}/Apps/prjct" selected' not in page
+    assert f'<option value="{home}/Apps/other" selected' not in page
+
+
+@pytest.mark.asyncio
+async def test_a_project_search_without_a_folder_says_which_project_it_searched(locations, home, nested_projects):
+    async with running(make_datasette(locations)) as datasette:
+        picked = (await datasette.client.get("/-/pi-memory/search?q=work&scope=project", actor=ROOT)).text
+        chosen = (
+            await datasette.client.get(f"/-/pi-memory/search?q=work&scope=project&cwd={home}/Apps/other", actor=ROOT)
+        ).text
+    assert "No project was chosen: searching <code>" in picked and "the most recently active one" in picked
+    assert "No project was chosen" not in chosen
+
+
+@pytest.mark.asyncio
+async def test_the_summaries_page_renders_markdown_with_html_as_text_and_secrets_masked(locations, new_journal):
+    from pimem_index import indexer, store
+
+    secret = "sk-" + "ant-" + "api03-" + "Hq7Lm2Xv9Rt4Wz8Kp3Nb6Yc1Df5Gs0Ja"
+    journal = new_journal()
+    journal.compaction(
+        f"## Goal\nShip the otter release\n\n- [x] tests\n- [ ] docs\n\n<script>alert('x')</script>\nkey {secret}",
+        tokens_before=98765,
+    )
+    conn = store.open_index(locations.db_path)
+    indexer.index_all(conn, locations)
+    conn.close()
+    async with running(make_datasette(locations)) as datasette:
+        page = (await datasette.client.get("/-/pi-memory/summaries?scope=global", actor=ROOT)).text
+    assert "<h2>Goal</h2>" in page and "<li>[x] tests</li>" in page and "98,765 tokens before" in page
+    assert "&lt;script&gt;alert(" in page and "<script>alert(" not in page
+    assert secret not in page and secret[-16:] not in page
