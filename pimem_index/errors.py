@@ -55,8 +55,8 @@ class UserError(Exception):
         return f"{self.message} (e.g. {', or '.join(render(e) for e in self.examples)})"
 
 
-def _args(example: Example) -> tuple[Arg, ...]:
-    return (example,) if isinstance(example, Arg) else tuple(example)
+def _args(example: Arg | tuple[Arg, ...]) -> tuple[Arg, ...]:
+    return (example,) if isinstance(example, Arg) else example
 
 
 def cli_example(example: Example) -> str:
