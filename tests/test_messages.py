@@ -114,6 +114,14 @@ async def test_a_page_error_shows_its_example_as_parameters_never_as_options(ds,
     assert "--limit" not in res.text
 
 
+@pytest.mark.asyncio
+async def test_a_page_asks_for_a_session_as_a_parameter_never_as_an_option(ds, world):
+    res = await ds.client.get("/-/pi-memory/search?q=heron&scope=session", actor=ROOT)
+    assert res.status_code == 400
+    assert "(e.g. session_id=0b6e6f2c-...)" in res.text
+    assert "--session" not in res.text
+
+
 def test_a_query_example_is_a_quoted_argument_on_the_cli_and_a_parameter_on_the_api():
     error = errors.UserError("keep the distinctive words", errors.Arg("q", "widgets migration"))
     assert error.for_cli() == "keep the distinctive words (e.g. 'widgets migration')"
