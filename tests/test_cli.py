@@ -217,8 +217,11 @@ def test_help_lists_every_command(run):
 
 
 def indexed_journals(db_path) -> set[str]:
-    """The journal paths an index file holds, read without creating or changing it."""
+    """The journal paths an index file holds, read without creating or changing it; none while
+    the file exists but its indexer has not yet created the tables."""
     with contextlib.closing(db.connect(str(db_path), readonly=True)) as conn:
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'files'").fetchone() is None:
+            return set()
         return {path for (path,) in conn.execute("SELECT path FROM files")}
 
 
