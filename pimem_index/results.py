@@ -30,7 +30,7 @@ from .reread import EntryRow
 
 # Candidates whose text a phrase query rereads. Measured on the benchmark corpus (500 MB, 2 cores):
 # see docs/design.md, "Phrases".
-PHRASE_REREADS = 200
+PHRASE_REREADS = 100
 # Journal bytes a query rereads to confirm that two hits have the same text (docs/design.md).
 FOLD_CONFIRM_BYTES = 4_000_000
 
@@ -95,17 +95,19 @@ def page(
     shown: list[Hit] = []
     more = False
     for score, row in scored:
+        if fold and walk.fold_into(row):  # the same text as a shown hit, so it holds the phrases too
+            continue
+        if more:
+            continue  # the page is full and more remain: later hits only matter when they fold
         if walk.patterns and not walk.phrase_ok(row):
             if walk.stopped:
                 break
-            continue
-        if fold and walk.fold_into(row):
             continue
         if len(shown) >= end:
             more = True
             if not fold:  # nothing later can change the page
                 break
-            continue  # later hits may still fold into the shown ones
+            continue
         hit = Hit(row, score)
         walk.remember(hit)
         shown.append(hit)
