@@ -620,7 +620,7 @@ def _show_results(data: dict, query_text: str | None, as_json: bool) -> None:
         click.echo(f"  id {hit['id']}  session {hit['session_id']}")
         click.echo("  " + _mark(hit["excerpt"], terms))
         if hit.get("folded"):
-            click.echo(f"  {_folded_line(hit, query_text)}")
+            click.echo(f"  {_folded_line(hit, data['action'], query_text)}")
     if data.get("next_offset") is not None:
         click.echo()
         click.secho(f"[more results: --offset {data['next_offset']}]", fg="yellow")
@@ -638,11 +638,12 @@ def _elsewhere_lines(data: dict) -> list[str]:
     ]
 
 
-def _folded_line(hit: dict, query_text: str | None) -> str:
-    """`and 17 more like it in this session (see them: pimem search ... --session ID)`."""
+def _folded_line(hit: dict, action: str, query_text: str | None) -> str:
+    """`and 17 more like it in this session (see them: pimem search ... --session ID)`; `action` is
+    the command that found the hit (search or summaries)."""
     import shlex
 
-    command = f"pimem search {shlex.quote(query_text or '')} --session {hit['session_id']}"
+    command = f"pimem {action} {shlex.quote(query_text or '')} --session {hit['session_id']}"
     return f"and {hit['folded']:,} more like it in this session (see them: {command})"
 
 

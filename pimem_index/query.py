@@ -142,7 +142,8 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
             [*params, limit + 1, request.offset],
         )
         reply["match"] = "recent"
-        reply["results"] = [_hit(conn, locations, r, None, []) for r in rows[:limit]]
+        reply["results"] = [{**_hit(conn, locations, r, None, []), "folded": 0} for r in rows[:limit]]
+        reply["folded"] = 0  # the newest entries, each shown
         more = len(rows) > limit
     else:
         match = "all"

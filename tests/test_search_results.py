@@ -128,6 +128,7 @@ def test_the_newest_entries_page_too(conn, locations, flood):
     first = query.search(conn, locations, None, cwd=flood["cwd"], limit=3)
     second = query.search(conn, locations, None, cwd=flood["cwd"], limit=3, offset=3)
     assert first["next_offset"] == 3 and second["offset"] == 3
+    assert first["folded"] == 0 and all(h["folded"] == 0 for h in first["results"]), "the newest entries are not folded"
     assert not set(ids(first)) & set(ids(second))
     last = query.search(conn, locations, None, cwd=flood["cwd"], limit=3, offset=REPEATS + 3 - 1)
     assert len(last["results"]) == 1 and last["next_offset"] is None
@@ -231,6 +232,18 @@ def test_the_cli_folds_repeats_and_says_how_to_see_them(run, flood):
     )
     assert all(f"id {o}" in result.output for o in flood["others"])
     assert result.output.count(f"  session {sid}\n") == 2, "the repeats are one hit (and the same-length line another)"
+
+
+def test_the_cli_points_folded_summaries_at_a_summaries_search_of_the_session(run, conn, locations, new_journal, home):
+    j = new_journal("Apps/prjct")
+    for _ in range(3):
+        j.compaction("Summary: the heron pipeline was fixed")
+    index_all(conn, locations)
+    result = run("summaries", "heron", "--cwd", home / "Apps/prjct", "--no-index")
+    assert f"and 2 more like it in this session (see them: pimem summaries heron --session {j.session_id})" in (
+        result.output
+    )
+    assert "pimem search heron" not in result.output
 
 
 def test_the_cli_pages_with_offset_and_says_where_the_next_page_starts(run, flood):
