@@ -66,6 +66,18 @@ def qs(**params) -> str:
     return urlencode(pairs)
 
 
+SEARCH_FORM = ("q", "scope", "cwd", "session_id", "since", "until", "limit", "offset")
+
+
+def search_qs(params: dict, **changes) -> str:
+    """The search form's query string (`params` as views.query_args gives them) with `changes`: a
+    link to the next page, another scope or one session."""
+    values = {name: params.get(name) for name in SEARCH_FORM}
+    values["kind"] = params.get("kinds") or []
+    values.update(changes)
+    return qs(**values)
+
+
 def activity_svg(days: list[dict], height: int = 120) -> Markup:
     """Entries per day as a bar chart as wide as the page: bars in an SVG stretched to the width
     (no text inside, so nothing is distorted), its scale and month labels in HTML around it."""

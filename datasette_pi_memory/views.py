@@ -93,6 +93,7 @@ async def render(datasette, request, template: str, context: dict, status: int =
         "pm_urls": _urls(datasette),
         "when": html.when,
         "qs": html.qs,
+        "search_qs": html.search_qs,
         "highlight": html.highlight,
         "markdown": html.markdown,
         "path": html.path,

@@ -520,6 +520,7 @@ def search_options(kinds: tuple[str, ...]):
             metavar="N",
             help=f"Results, 1 to {requests.MAX_LIMIT}",
         ),
+        click.option("--offset", default=None, metavar="N", help="Skip this many results: the next page  [default: 0]"),
         click.option("--json", "as_json", is_flag=True, help="Print JSON (the same shape as the HTTP API)"),
         click.option("--no-index", is_flag=True, help="Search the index as it is, without indexing new lines first"),
     ]
@@ -596,10 +597,15 @@ def _show_results(data: dict, query_text: str | None, as_json: bool) -> None:
         emit_json(data)
         return
     where = {"project": f"project {data['root']}", "session": "the session", "global": "every project"}
-    header = f"{counted(len(data['results']), 'result')} in {where[data['scope']]} (match: {data['match']})"
+    after = f" after the first {data['offset']:,}" if data.get("offset") else ""
+    header = f"{counted(len(data['results']), 'result')}{after} in {where[data['scope']]} (match: {data['match']})"
     click.secho(header, bold=True)
     if data.get("hint"):
         click.echo(data["hint"])
+    for line in _elsewhere_lines(data):
+        click.echo(line)
+    if data.get("phrases", {}).get("note"):
+        click.secho(data["phrases"]["note"], fg="yellow")
     if data["indexing"].get("note"):
         click.secho(data["indexing"]["note"], fg="yellow")
     terms = requests.query_terms(query_text)
@@ -610,6 +616,32 @@ def _show_results(data: dict, query_text: str | None, as_json: bool) -> None:
         click.echo(f"{click.style(when, fg='cyan')}  {what}  {hit['cwd'] or ''}")
         click.echo(f"  id {hit['id']}  session {hit['session_id']}")
         click.echo("  " + _mark(hit["excerpt"], terms))
+        if hit.get("folded"):
+            click.echo(f"  {_folded_line(hit, data['action'], query_text)}")
+    if data.get("next_offset") is not None:
+        click.echo()
+        click.secho(f"[more results: --offset {data['next_offset']}]", fg="yellow")
+
+
+ELSEWHERE_WORDS = {"project": "elsewhere in this project", "global": "in other projects"}
+
+
+def _elsewhere_lines(data: dict) -> list[str]:
+    """Where else the query matches, for a person: `12 results in other projects: --scope global`."""
+    return [
+        f"{counted(n, 'result')}{'+' if n >= query.ELSEWHERE_MAX else ''} {ELSEWHERE_WORDS[name]}: --scope {name}"
+        for name, n in data.get("elsewhere", {}).items()
+        if n
+    ]
+
+
+def _folded_line(hit: dict, action: str, query_text: str | None) -> str:
+    """`and 17 more like it in this session (see them: pimem search ... --session ID)`; `action` is
+    the command that found the hit (search or summaries)."""
+    import shlex
+
+    command = f"pimem {action} {shlex.quote(query_text or '')} --session {hit['session_id']}"
+    return f"and {hit['folded']:,} more like it in this session (see them: {command})"
 
 
 def _local_time(ts: str | None) -> str:

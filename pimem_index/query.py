@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from . import db, forgotten, indexer, lease, store
+from . import db, forgotten, indexer, lease, results, store
 from .errors import Arg, UserError
 from .locations import Locations, discover, find_journals
 from .redact import redact
@@ -30,7 +30,7 @@ from .reread import (
     unavailable_reason,
     unavailable_text,
 )
-from .scope import Scope, resolve_scope, session_of
+from .scope import SCOPES, Scope, allowed, project_root, resolve_scope, session_of
 
 CANDIDATES = 400
 PAGE_CHARS = 16_000
@@ -145,9 +145,15 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
     where, params = _filters(sc, request.since, request.until, list(request.kinds))
     reply: dict = {"action": request.action, **sc.as_json()}
     if not terms:
-        rows = select_entries(conn, f"{where} ORDER BY e.timestamp DESC, e.rowid DESC LIMIT ?", [*params, limit])
+        rows = select_entries(
+            conn,
+            f"{where} ORDER BY e.timestamp DESC, e.rowid DESC LIMIT ? OFFSET ?",
+            [*params, limit + 1, request.offset],
+        )
         reply["match"] = "recent"
-        reply["results"] = [_hit(conn, locations, r, None, []) for r in rows]
+        reply["results"] = [{**_hit(conn, locations, r, None, []), "folded": 0} for r in rows[:limit]]
+        reply["folded"] = 0  # the newest entries, each shown
+        more = len(rows) > limit
     else:
         match = "all"
         ranked = _ranked(conn, terms, "AND", sc, where, params)
@@ -155,13 +161,103 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
             match = "any"
             ranked = _ranked(conn, terms, "OR", sc, where, params)
         now = time.time()
-        scored = sorted(((_rerank(row, score, now), row) for row, score in ranked), key=lambda sr: sr[0], reverse=True)
+        scored = sorted(
+            ((_rerank(row, score, now), row) for row, score in ranked),
+            key=lambda sr: (sr[0], sr[1].rowid),
+            reverse=True,
+        )
         reply["match"] = match
         if match == "any":
             reply["hint"] = "no entry has every term; showing entries with any of them"
-        reply["results"] = [_hit(conn, locations, r, score, terms) for score, r in scored[:limit]]
+        more = _page_of_ranked(conn, locations, request, sc, scored, reply)
+    reply["offset"] = request.offset
+    reply["next_offset"] = request.offset + limit if more else None
+    if terms and request.offset == 0 and len(reply["results"]) < limit:
+        _say_where_else(conn, request, sc, reply)
     reply["indexing"] = indexing_state(conn, locations)
     return reply
+
+
+def _page_of_ranked(conn, locations: Locations, request: SearchRequest, sc: Scope, scored: list, reply: dict) -> bool:
+    """The request's page of the ranked candidates into `reply` (results, folded, phrases), with
+    repeats folded outside a session search (a session search shows each); whether more remain."""
+    found = results.page(
+        scored,
+        lambda row: reread(conn, row, locations),
+        redact,
+        offset=request.offset,
+        limit=request.limit,
+        phrases=request.phrases,
+        fold=sc.name != "session",
+    )
+    terms = list(request.terms)
+    reply["results"] = []
+    for hit in found.hits:
+        text = hit.text if hit.read else reread(conn, hit.row, locations)
+        reply["results"].append({**_hit_json(locations, hit.row, hit.score, terms, text), "folded": hit.folded})
+    reply["folded"] = sum(hit.folded for hit in found.hits)
+    if request.phrases:
+        reply["phrases"] = _phrases_json(request.phrases, found)
+    return found.more
+
+
+NO_MATCH_HINT = "nothing matched in this scope; try other or fewer terms"
+ELSEWHERE_MAX = 1000  # entries counted in a wider scope: the count stops there
+
+
+def _say_where_else(conn, request: SearchRequest, sc: Scope, reply: dict) -> None:
+    """A first page with fewer hits than asked: a hint when there are none, and `elsewhere`, how many
+    entries each wider scope the caller may search adds; never a scope past the caller's cap."""
+    if not reply["results"]:
+        reply["hint"] = NO_MATCH_HINT
+    counts = {}
+    for name in SCOPES[SCOPES.index(sc.name) + 1 :]:
+        wide = _wider_scope(conn, name, sc, request) if allowed(name, request.max_scope) else None
+        if wide is not None:
+            counts[name] = _count_outside(conn, list(request.terms), wide, sc, request)
+    if counts:
+        reply["elsewhere"] = counts
+
+
+def _wider_scope(conn, name: str, sc: Scope, request: SearchRequest) -> Scope | None:
+    """The scope `name` around `sc`: global, or the project of a session's folder."""
+    if name == "global":
+        return Scope("global")
+    row = conn.execute("SELECT cwd FROM files WHERE session_id = ? AND cwd IS NOT NULL LIMIT 1", (sc.session_id,))
+    cwd = (row.fetchone() or (None,))[0]
+    if cwd is None:
+        return None
+    root, exact = project_root(conn, cwd, request.home)
+    return Scope("project", root=root, exact=exact)
+
+
+def _count_outside(conn, terms: list[str], wide: Scope, sc: Scope, request: SearchRequest) -> int:
+    """Entries in `wide` but not in `sc` holding every term (else any term), with the request's
+    filters, counted up to ELSEWHERE_MAX (the count stops there, so it stays cheap)."""
+    where, params = _filters(wide, request.since, request.until, list(request.kinds))
+    inner, inner_params = sc.predicate()
+    for op in ("AND", "OR") if len(terms) > 1 else ("AND",):
+        count = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM entries_fts JOIN entries e ON e.rowid = entries_fts.rowid "
+            f"JOIN files f ON f.id = e.file_id WHERE entries_fts MATCH ? AND {where} AND NOT ({inner}) "
+            f"LIMIT {ELSEWHERE_MAX})",
+            [fts_expression(terms, op, wide), *params, *inner_params],
+        ).fetchone()[0]
+        if count:
+            return count
+    return 0
+
+
+def _phrases_json(phrases, found: results.Page) -> dict:
+    """The quoted phrases, how many candidates were checked for them, and a note when that stopped early."""
+    data = {"phrases": [" ".join(p) for p in phrases], "checked": found.phrases_checked, "complete": True}
+    if not found.phrases_complete:
+        data["complete"] = False
+        data["note"] = (
+            f"only the best {found.phrases_checked} matches of the words were checked for the phrase; "
+            "add rarer words to find more"
+        )
+    return data
 
 
 def _scope(conn: db.Connection, request: SearchRequest | ReadRequest) -> Scope:
@@ -259,8 +355,12 @@ def _epoch(ts: str) -> float:
 
 
 def _hit(conn, locations: Locations, row: EntryRow, score: float | None, terms: list[str]) -> dict:
+    return _hit_json(locations, row, score, terms, reread(conn, row, locations))
+
+
+def _hit_json(locations: Locations, row: EntryRow, score: float | None, terms: list[str], text: str | None) -> dict:
+    """A hit's keys: the entry's, its excerpt from its reread `text` (None: unavailable) and its score."""
     hit = entry_json(row)
-    text = reread(conn, row, locations)
     if text is None:
         hit["reason"] = unavailable_reason(row, locations)
         hit["excerpt"] = unavailable_text(hit["reason"])

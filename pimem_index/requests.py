@@ -54,6 +54,8 @@ class SearchRequest:
     max_scope: str = "global"
     home: str | None = None
     summaries: bool = False  # compaction and branch summaries only
+    offset: int = 0  # hits skipped: the page starts after them
+    phrases: tuple[tuple[str, ...], ...] = ()  # quoted phrases of two words or more (`query_phrases`)
 
     @property
     def action(self) -> str:
@@ -76,6 +78,7 @@ class SearchRequest:
         max_scope: str = "global",
         home: str | None = None,
         summaries: bool = False,
+        offset: Any = None,
     ) -> SearchRequest:
         """Check every field once (a UserError names the first wrong one); summaries default to
         both summary kinds and refuse any other."""
@@ -96,6 +99,8 @@ class SearchRequest:
             max_scope=max_scope,
             home=home,
             summaries=summaries,
+            offset=check_offset(offset, example=20),
+            phrases=query_phrases(query),
         )
 
     @classmethod
@@ -134,6 +139,7 @@ class SearchRequest:
             limit=args.get("limit"),
             max_scope=max_scope,
             summaries=summaries,
+            offset=args.get("offset"),
         )
 
 
@@ -280,16 +286,16 @@ def check_limit(limit: Any) -> int:
     return value
 
 
-def check_offset(offset: Any) -> int:
-    """A character offset, 0 or more; 0 when none is given."""
+def check_offset(offset: Any, example: int = 16000) -> int:
+    """An offset (characters of a read, hits of a search), 0 or more; 0 when none is given."""
     if offset is None or offset == "":
         return 0
     try:
         value = int(offset)
     except (TypeError, ValueError):
-        raise UserError("offset must be a whole number, 0 or more", Arg("offset", 16000)) from None
+        raise UserError("offset must be a whole number, 0 or more", Arg("offset", example)) from None
     if value < 0:
-        raise UserError("offset must be a whole number, 0 or more", Arg("offset", 16000))
+        raise UserError("offset must be a whole number, 0 or more", Arg("offset", example))
     return value
 
 
@@ -306,6 +312,20 @@ def query_terms(query: str | None) -> list[str]:
             if t and t not in seen:
                 seen.append(t)
     return seen
+
+
+_QUOTED = re.compile(r'"([^"]*)"')
+
+
+def query_phrases(query: str | None) -> tuple[tuple[str, ...], ...]:
+    """The query's double-quoted phrases of two words or more, each as its words in order (cut as
+    `query_terms` cuts them); a quoted single word is only a term, and an unclosed quote is text."""
+    phrases: list[tuple[str, ...]] = []
+    for quoted in _QUOTED.findall(query or ""):
+        words = tuple(t.lower() for run in _TERM.findall(quoted) for t in _split_at_separators(run) if t)
+        if len(words) > 1 and words not in phrases:
+            phrases.append(words)
+    return tuple(phrases)
 
 
 def _split_at_separators(run: str) -> list[str]:

@@ -278,6 +278,7 @@ async def real_replies(ds, conn, locations, journals) -> list[dict]:
     replies += [
         await api_reply(ds, "search", q="redis timeout", cwd=cwd),
         await api_reply(ds, "search", q="redis walrus", cwd=cwd),
+        await api_reply(ds, "search", q='"redis timeout"', cwd=cwd),
         await api_reply(ds, "summaries", cwd=cwd),
         await api_reply(ds, "read", id=ids["user"], cwd=cwd),
         await api_reply(ds, "read", id=ids["user"], cwd=cwd, session_id=a.session_id),

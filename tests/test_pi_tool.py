@@ -338,6 +338,32 @@ def test_kind_as_string_and_summaries_route(tmp_path, api):
     assert "note:" not in out["text"]
 
 
+def test_a_search_continues_from_an_offset_and_shows_folds_and_where_the_next_page_starts(tmp_path, api):
+    agent, project = tmp_path / "agent", tmp_path / "proj"
+    project.mkdir()
+    pi_tool.install(agent, api.url, "tok")
+    api.responses["/-/pi-memory/api/search"] = (
+        200,
+        {
+            "action": "search",
+            "scope": "project",
+            "root": "/p",
+            "match": "all",
+            "results": [{**ENTRY, "excerpt": "redis timeout: 30", "score": 1.0, "folded": 17}],
+            "offset": 10,
+            "next_offset": 20,
+            "folded": 17,
+            "indexing": {"complete": True, "journals_indexed": 1, "journals_total": 1},
+        },
+    )
+    [out] = _exec(tmp_path, agent, project, [{"params": {"action": "search", "query": "redis", "offset": 10}}])
+    assert out["ok"], out
+    assert api.requests[0]["query"]["offset"] == ["10"]
+    assert "(and 17 more like it in this session)" in out["text"]
+    assert "More results: the same search with offset 20." in out["text"]
+    assert "offset 10." not in out["text"]
+
+
 def test_read_ok_ambiguous_unavailable_not_found(tmp_path, api):
     agent, project = tmp_path / "agent", tmp_path / "proj"
     project.mkdir()

@@ -38,7 +38,9 @@ const Parameters = Type.Object({
 	kind: Type.Optional(
 		Type.Union([Type.String(), Type.Array(Type.String())], { description: `Entry kind(s): ${KINDS.join(", ")}` }),
 	),
-	offset: Type.Optional(Type.Integer({ minimum: 0, description: "read: character offset to continue from (next_offset)" })),
+	offset: Type.Optional(
+		Type.Integer({ minimum: 0, description: "Continue from a reply's next_offset (read: characters; search, summaries: hits)" }),
+	),
 });
 
 export type MemoryContextParams = Static<typeof Parameters>;
@@ -100,8 +102,8 @@ export function buildQuery(params: MemoryContextParams, cwd: string, journal: st
 	put("until", params.until?.trim());
 	const kinds = params.kind === undefined ? [] : Array.isArray(params.kind) ? params.kind : params.kind.split(",");
 	for (const k of kinds) put("kind", k.trim());
-	if (params.action === "read") put("offset", params.offset);
-	else put("limit", SEARCH_LIMIT);
+	put("offset", params.offset);
+	if (params.action !== "read") put("limit", SEARCH_LIMIT);
 	put("journal", journal);
 	return q;
 }
@@ -147,7 +149,10 @@ export function formatHits(data: Json): string {
 		);
 		const excerpt = oneLine(hit.excerpt ?? hit.summary);
 		if (excerpt) lines.push(`   ${excerpt}`);
+		if (typeof hit.folded === "number" && hit.folded > 0) lines.push(`   (and ${hit.folded} more like it in this session)`);
 	});
+	if (data.phrases && data.phrases.note) lines.push(`note: ${data.phrases.note}`);
+	if (typeof data.next_offset === "number") lines.push(`More results: the same ${action} with offset ${data.next_offset}.`);
 	if (results.length > 0) {
 		lines.push(`Full text: action "read" with entryId (and sessionId).`);
 	} else {
