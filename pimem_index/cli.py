@@ -16,7 +16,7 @@ from importlib.metadata import entry_points
 import click
 import orjson
 
-from . import __version__, db, forget, indexer, journal, lease, parsing, query, requests, store
+from . import __version__, db, forget, indexer, journal, lease, parsing, query, requests, store, wordforms
 from .errors import UserError
 from .locations import Locations, checked_journal, discover, resolve
 from .requests import ReadRequest, SearchRequest
@@ -620,11 +620,10 @@ def _local_time(ts: str | None) -> str:
 
 
 def _mark(text: str, terms: list[str]) -> str:
-    if not terms:
+    """The text with each whole word the terms match (any form: wordforms.pattern) bold and underlined."""
+    pattern = wordforms.pattern(terms)
+    if pattern is None:
         return text
-    import re
-
-    pattern = re.compile("|".join(re.escape(t) for t in terms), re.IGNORECASE)
     return pattern.sub(lambda m: click.style(m.group(0), bold=True, underline=True), text)
 
 

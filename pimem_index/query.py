@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from . import db, forgotten, indexer, lease, store
+from . import db, forgotten, indexer, lease, store, wordforms
 from .errors import UserError
 from .locations import Locations, discover, find_journals
 from .redact import redact
@@ -81,7 +81,11 @@ def match_expression(text: str | None) -> str:
 
 def fts_expression(terms: list[str], op: str, scope: Scope | None = None) -> str:
     """Quoted literal terms joined by AND or OR, within the scope's term."""
-    expression = "(" + f" {op} ".join(f'"{t}"' for t in terms) + ")"
+    return _in_scope("(" + f" {op} ".join(f'"{t}"' for t in terms) + ")", scope)
+
+
+def _in_scope(expression: str, scope: Scope | None) -> str:
+    """An FTS5 expression narrowed to the scope's term (when it has one)."""
     term = scope.term() if scope else None
     return f'{expression} AND "{term}"' if term else expression
 
@@ -141,12 +145,12 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
         reply["results"] = [_hit(conn, locations, r, None, []) for r in rows]
     else:
         match = "all"
-        ranked = _ranked(conn, terms, "AND", sc, where, params)
+        ranked = _matches(conn, terms, "AND", sc, where, params)
         if not ranked and len(terms) > 1:
             match = "any"
-            ranked = _ranked(conn, terms, "OR", sc, where, params)
+            ranked = _matches(conn, terms, "OR", sc, where, params)
         now = time.time()
-        scored = sorted(((_rerank(row, score, now), row) for row, score in ranked), key=lambda sr: sr[0], reverse=True)
+        scored = _ordered(ranked, now)
         reply["match"] = match
         if match == "any":
             reply["hint"] = "no entry has every term; showing entries with any of them"
@@ -177,6 +181,26 @@ STATS_SAMPLE = 5_000
 _stats_cache: dict[str, tuple[float, int | None, int, float]] = {}  # (at, max rowid, count, average)
 
 
+def _matches(
+    conn, terms: list[str], op: str, scope: Scope, where: str, params: list
+) -> list[tuple[EntryRow, float, int]]:
+    """Up to CANDIDATES matches with scores and tiers: the words as written (tier 0, `_ranked`), then,
+    only when those are fewer, entries matching only through other forms of them (tier 1, `_ranked_forms`)."""
+    exact = [(row, score, 0) for row, score in _ranked(conn, terms, op, scope, where, params)]
+    if len(exact) >= CANDIDATES:
+        return exact
+    others = _ranked_forms(conn, terms, op, scope, where, params, CANDIDATES - len(exact))
+    return exact + [(row, score, 1) for row, score in others]
+
+
+def _ordered(ranked: list[tuple[EntryRow, float, int]], now: float) -> list[tuple[float, EntryRow]]:
+    """(reranked score, row), best first: tier by tier (the words as written first), then by `_rerank`."""
+    reranked = sorted(
+        ((tier, _rerank(row, score, now), row) for row, score, tier in ranked), key=lambda t: (t[0], -t[1])
+    )
+    return [(score, row) for _tier, score, row in reranked]
+
+
 def _ranked(conn, terms: list[str], op: str, scope: Scope, where: str, params: list) -> list[tuple[EntryRow, float]]:
     """Up to CANDIDATES matches with their scores, best first by BM25 over which terms an entry holds.
 
@@ -205,9 +229,58 @@ def _ranked(conn, terms: list[str], op: str, scope: Scope, where: str, params: l
     return [(EntryRow._make(row[:-1]), row[-1]) for row in rows]
 
 
-def _idf(conn, term: str, count: int) -> float:
-    """BM25's inverse document frequency, from how many entries hold the term (FTS5's formula)."""
-    holding = conn.execute("SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?", (f'"{term}"',)).fetchone()[0]
+# What an entry holding only another form of a query word gets of the forms' IDF (benchmarks/ranking.py).
+FORM_WEIGHT = 0.5
+_HOLDS = "e.rowid IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?)"
+
+
+def _ranked_forms(
+    conn, terms: list[str], op: str, scope: Scope, where: str, params: list, limit: int
+) -> list[tuple[EntryRow, float]]:
+    """Up to `limit` entries matching the words only through other forms (wordforms), best first:
+    scored as `_ranked`, a word held in another form counting FORM_WEIGHT of its forms' IDF."""
+    count, average = _collection_stats(conn)
+    groups = [wordforms.in_index(conn, t, count) for t in terms]
+    expression = wordforms.others_only(groups, op)
+    if expression is None:
+        return []
+    several = sum(len(g) > 1 for g in groups) > 1  # else which forms a match holds is known from the expression
+    held_sql, held_params = [], []
+    for group in groups:
+        sql, values = _held_form(conn, group, count, op, several)
+        held_sql.append(sql)
+        held_params.extend(values)
+    score = f"({' + '.join(held_sql)}) * {BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * e.chars / ?))"
+    rows = conn.execute(
+        f"SELECT {ENTRY_COLUMNS}, {score} AS score FROM entries_fts "
+        "JOIN entries e ON e.rowid = entries_fts.rowid JOIN files f ON f.id = e.file_id "
+        f"WHERE entries_fts MATCH ? AND {where} ORDER BY score DESC, e.rowid DESC LIMIT {int(limit)}",
+        [*held_params, max(average, 1.0), _in_scope(expression, scope), *params],
+    )
+    return [(EntryRow._make(row[:-1]), row[-1]) for row in rows]
+
+
+def _held_form(conn, group: tuple[str, ...], count: int, op: str, several: bool) -> tuple[str, list]:
+    """One word's part of a form match's score, as SQL and parameters (`_ranked_forms`).
+
+    Under AND a match holds the word as written (its IDF) or another form (FORM_WEIGHT of the
+    forms' IDF); under OR it holds no word as written, so another form or nothing.
+    """
+    if len(group) == 1:
+        return ("?", [_idf(conn, group[0], count)]) if op == "AND" else ("0", [])
+    other = FORM_WEIGHT * _idf(conn, wordforms.any_form(group), count, quoted=True)
+    if not several:
+        return "?", [other]
+    if op == "AND":
+        return f"(CASE WHEN {_HOLDS} THEN ? ELSE ? END)", [f'"{group[0]}"', _idf(conn, group[0], count), other]
+    return f"(CASE WHEN {_HOLDS} THEN ? ELSE 0 END)", [wordforms.any_form(group), other]
+
+
+def _idf(conn, term: str, count: int, quoted: bool = False) -> float:
+    """BM25's inverse document frequency, from how many entries hold the term (FTS5's formula);
+    `quoted`: the term is already an FTS5 expression (a word's forms)."""
+    expression = term if quoted else f'"{term}"'
+    holding = conn.execute("SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?", (expression,)).fetchone()[0]
     count = max(count, holding)  # the count may be a minute old while a backfill adds entries
     return max(1e-6, math.log((count - holding + 0.5) / (holding + 0.5)))
 

@@ -1,0 +1,147 @@
+"""Word forms: which words of a text a query word matches, one rule for search, excerpts and highlights.
+
+The term index keeps words as written (store.FTS_OPTIONS, unicode61), so an exact word or an
+identifier is found exactly as before. A query word also matches its other forms ("timeout":
+"timeouts"; "migrate": "migrating", "migration"): words made of it or its stem and a common
+English ending that FTS5's `porter` stemmer over the index's tokenizer joins to it (`of`).
+Python has no stemmer that is FTS5's, so the candidates go once into an in-memory FTS5 table
+with that tokenizer and FTS5 says which match. The answer depends on the word alone, so it is
+kept (an LRU of words): no look at the index's vocabulary, nothing to invalidate.
+Search asks the index for the other forms only when the words as written find fewer than its
+candidates (query._matches), and ranks those entries after the exact ones. Excerpts and
+highlights mark the whole words `pattern` matches, so a page marks exactly what search matched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import re
+import threading
+
+from . import db
+
+# The index's tokenizer (store.FTS_OPTIONS) with FTS5's Porter stemmer over it.
+STEMMER = "porter unicode61 remove_diacritics 2"
+# Other forms kept per query word (0: words match only as written, as before word forms).
+MAX_FORMS = 24
+# Endings tried on the word and on its stem; the stemmer keeps those that join it.
+ENDINGS = ("", "e", "s", "es", "ed", "d", "ing", "er", "ers", "ion", "ions", "ation", "ations")
+# The stemmer changes nothing in shorter words (FTS5's porter), nor in words with digits or non-ASCII letters.
+MIN_LETTERS = 3
+
+
+def of(term: str) -> tuple[str, ...]:
+    """The term and up to MAX_FORMS other forms of it (lowercase words), the term first."""
+    return (term, *_forms(term)[:MAX_FORMS]) if MAX_FORMS > 0 else (term,)
+
+
+@functools.lru_cache(maxsize=4096)
+def _forms(term: str) -> tuple[str, ...]:
+    """The other forms of a lowercase query word the stemmer joins to it, shortest first."""
+    if len(term) < MIN_LETTERS or not (term.isascii() and term.isalpha()):
+        return ()
+    candidates = sorted(_candidates(term, _stem(term)) - {term}, key=lambda w: (len(w), w))
+    return tuple(w for w in candidates if w in _joined(candidates, term))
+
+
+def _candidates(term: str, stem: str) -> set[str]:
+    """Words made of the term, its stem or their usual respellings and each of ENDINGS."""
+    bases = {term, stem, term[:-1] if term.endswith("e") else term, stem + stem[-1]}
+    if stem.endswith("i"):
+        bases.add(stem[:-1] + "y")
+    return {base + ending for base in bases for ending in ENDINGS if base}
+
+
+def pattern(terms: list[str] | tuple[str, ...]) -> re.Pattern | None:
+    """A case-insensitive pattern of the whole words the query words match (any form), or None without words."""
+    return _pattern(tuple(terms))
+
+
+@functools.lru_cache(maxsize=256)
+def _pattern(terms: tuple[str, ...]) -> re.Pattern | None:
+    words = sorted({w for t in terms if t for w in of(t.lower())}, key=lambda w: (-len(w), w))
+    if not words:
+        return None
+    return re.compile(r"(?<![^\W_])(" + "|".join(map(re.escape, words)) + r")(?![^\W_])", re.IGNORECASE)
+
+
+def in_index(conn: db.Connection, term: str, generation: object) -> tuple[str, ...]:
+    """The term and those of its other forms (`of`) that the index holds, kept per `generation` of the index.
+
+    `generation` is anything that changes when the index's words may have (query passes its
+    entry count, refreshed at most a minute late): a form first written since then is missed
+    until it changes.
+    """
+    key = (conn.execute("PRAGMA database_list").fetchone()[2], generation, term)
+    found = _held_forms.get(key)
+    if found is None:
+        found = (term, *(w for w in of(term)[1:] if _holds(conn, w)))
+        if len(_held_forms) >= HELD_FORMS_KEPT:
+            _held_forms.pop(next(iter(_held_forms)))
+        _held_forms[key] = found
+    return found
+
+
+# Words whose forms in an index are kept (oldest dropped first): (index file, generation, word) -> forms.
+HELD_FORMS_KEPT = 4096
+_held_forms: dict[tuple, tuple[str, ...]] = {}
+
+
+def _holds(conn: db.Connection, word: str) -> bool:
+    """Whether any entry of the index holds the word (FTS5 stops at the first)."""
+    sql = "SELECT EXISTS (SELECT 1 FROM entries_fts WHERE entries_fts MATCH ?)"
+    return bool(conn.execute(sql, (f'"{word}"',)).fetchone()[0])
+
+
+def any_form(group: tuple[str, ...]) -> str:
+    """One query word's forms (`in_index`, the word first) as an FTS5 expression matching any of them."""
+    quoted = [f'"{w}"' for w in group]
+    return quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")"
+
+
+def others_only(groups: list[tuple[str, ...]], op: str) -> str | None:
+    """FTS5 expression for the entries that match the words (AND or OR) only through other forms,
+    or None when no word has another form. `groups` are the words' `in_index` forms."""
+    if all(len(g) == 1 for g in groups):
+        return None
+    forms = f" {op} ".join(any_form(g) for g in groups)
+    exact = f" {op} ".join(f'"{g[0]}"' for g in groups)
+    return f"(({forms}) NOT ({exact}))"
+
+
+def _stem(term: str) -> str:
+    """The stemming tokenizer's form of a one-token word, read back from the probe table's vocabulary."""
+    with _probe() as probe:
+        probe.execute("INSERT INTO w(word) VALUES (?)", (term,))
+        row = probe.execute("SELECT term FROM v LIMIT 1").fetchone()
+    return row[0] if row else term
+
+
+def _joined(words: list[str], term: str) -> set[str]:
+    """Which of `words` the stemming tokenizer joins to `term`, asked of FTS5."""
+    if not words:
+        return set()
+    with _probe() as probe:
+        probe.executemany("INSERT INTO w(rowid, word) VALUES (?, ?)", enumerate(words))
+        return {words[r[0]] for r in probe.execute("SELECT rowid FROM w WHERE w MATCH ?", (f'"{term}"',))}
+
+
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def _probe():
+    """This thread's in-memory FTS5 table with the stemming tokenizer, empty, in a transaction rolled
+    back afterwards (made once per thread; a rollback empties it for free)."""
+    probe = getattr(_local, "probe", None)
+    if probe is None:
+        probe = db.sqlite3.connect(":memory:", isolation_level=None)
+        probe.execute(f"CREATE VIRTUAL TABLE w USING fts5(word, content='', detail=none, tokenize='{STEMMER}')")
+        probe.execute("CREATE VIRTUAL TABLE v USING fts5vocab(w, row)")
+        _local.probe = probe
+    probe.execute("BEGIN")
+    try:
+        yield probe
+    finally:
+        probe.execute("ROLLBACK")
