@@ -145,10 +145,10 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
         reply["results"] = [_hit(conn, locations, r, None, []) for r in rows]
     else:
         match = "all"
-        ranked = _matches(conn, terms, "AND", sc, where, params)
+        ranked = _matches(conn, terms, "AND", sc, where, params, limit)
         if not ranked and len(terms) > 1:
             match = "any"
-            ranked = _matches(conn, terms, "OR", sc, where, params)
+            ranked = _matches(conn, terms, "OR", sc, where, params, limit)
         now = time.time()
         scored = _ordered(ranked, now)
         reply["match"] = match
@@ -182,12 +182,14 @@ _stats_cache: dict[str, tuple[float, int | None, int, float]] = {}  # (at, max r
 
 
 def _matches(
-    conn, terms: list[str], op: str, scope: Scope, where: str, params: list
+    conn, terms: list[str], op: str, scope: Scope, where: str, params: list, needed: int
 ) -> list[tuple[EntryRow, float, int]]:
-    """Up to CANDIDATES matches with scores and tiers: the words as written (tier 0, `_ranked`), then,
-    only when those are fewer, entries matching only through other forms of them (tier 1, `_ranked_forms`)."""
+    """Up to CANDIDATES matches with scores and tiers: the words as written (tier 0, `_ranked`), then, only
+    when those are fewer than `needed` (what the page shows), entries matching only through other forms
+    of them (tier 1, `_ranked_forms`). Tier 0 comes first whatever the scores, so when it fills the page
+    the other forms could not change it and are not looked for."""
     exact = [(row, score, 0) for row, score in _ranked(conn, terms, op, scope, where, params)]
-    if len(exact) >= CANDIDATES:
+    if len(exact) >= min(needed, CANDIDATES):
         return exact
     others = _ranked_forms(conn, terms, op, scope, where, params, CANDIDATES - len(exact))
     return exact + [(row, score, 1) for row, score in others]
@@ -247,7 +249,7 @@ def _ranked_forms(
     several = sum(len(g) > 1 for g in groups) > 1  # else which forms a match holds is known from the expression
     held_sql, held_params = [], []
     for group in groups:
-        sql, values = _held_form(conn, group, count, op, several)
+        sql, values = _held_form(conn, group, count, op, scope if several else None)
         held_sql.append(sql)
         held_params.extend(values)
     score = f"({' + '.join(held_sql)}) * {BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * e.chars / ?))"
@@ -260,27 +262,34 @@ def _ranked_forms(
     return [(EntryRow._make(row[:-1]), row[-1]) for row in rows]
 
 
-def _held_form(conn, group: tuple[str, ...], count: int, op: str, several: bool) -> tuple[str, list]:
+def _held_form(conn, group: tuple[str, ...], count: int, op: str, scope: Scope | None) -> tuple[str, list]:
     """One word's part of a form match's score, as SQL and parameters (`_ranked_forms`).
 
     Under AND a match holds the word as written (its IDF) or another form (FORM_WEIGHT of the
-    forms' IDF); under OR it holds no word as written, so another form or nothing.
+    forms' IDF); under OR it holds no word as written, so another form or nothing. Which, is
+    asked within the scope, and only when several words have other forms (`scope` given).
     """
     if len(group) == 1:
         return ("?", [_idf(conn, group[0], count)]) if op == "AND" else ("0", [])
-    other = FORM_WEIGHT * _idf(conn, wordforms.any_form(group), count, quoted=True)
-    if not several:
+    other = FORM_WEIGHT * _idf_of(wordforms.holding(conn, group, count), count)
+    if scope is None:
         return "?", [other]
     if op == "AND":
-        return f"(CASE WHEN {_HOLDS} THEN ? ELSE ? END)", [f'"{group[0]}"', _idf(conn, group[0], count), other]
-    return f"(CASE WHEN {_HOLDS} THEN ? ELSE 0 END)", [wordforms.any_form(group), other]
+        exact = _in_scope(f'"{group[0]}"', scope)
+        return f"(CASE WHEN {_HOLDS} THEN ? ELSE ? END)", [exact, _idf(conn, group[0], count), other]
+    return f"(CASE WHEN {_HOLDS} THEN ? ELSE 0 END)", [_in_scope(wordforms.any_form(group), scope), other]
 
 
-def _idf(conn, term: str, count: int, quoted: bool = False) -> float:
-    """BM25's inverse document frequency, from how many entries hold the term (FTS5's formula);
-    `quoted`: the term is already an FTS5 expression (a word's forms)."""
-    expression = term if quoted else f'"{term}"'
-    holding = conn.execute("SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?", (expression,)).fetchone()[0]
+def _idf(conn, term: str, count: int) -> float:
+    """BM25's inverse document frequency, from how many entries hold the term (FTS5's formula), kept
+    while the entry count is the same (wordforms.kept: a common word's count takes a millisecond)."""
+    sql = "SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?"
+    holding = wordforms.kept(conn, ("holding", term), count, lambda: conn.execute(sql, (f'"{term}"',)).fetchone()[0])
+    return _idf_of(holding, count)
+
+
+def _idf_of(holding: int, count: int) -> float:
+    """BM25's IDF of something `holding` entries of `count` hold."""
     count = max(count, holding)  # the count may be a minute old while a backfill adds entries
     return max(1e-6, math.log((count - holding + 0.5) / (holding + 0.5)))
 

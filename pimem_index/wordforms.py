@@ -73,19 +73,29 @@ def in_index(conn: db.Connection, term: str, generation: object) -> tuple[str, .
     entry count, refreshed at most a minute late): a form first written since then is missed
     until it changes.
     """
-    key = (conn.execute("PRAGMA database_list").fetchone()[2], generation, term)
-    found = _held_forms.get(key)
-    if found is None:
-        found = (term, *(w for w in of(term)[1:] if _holds(conn, w)))
-        if len(_held_forms) >= HELD_FORMS_KEPT:
-            _held_forms.pop(next(iter(_held_forms)))
-        _held_forms[key] = found
-    return found
+    return kept(
+        conn, ("forms", MAX_FORMS, term), generation, lambda: (term, *(w for w in of(term)[1:] if _holds(conn, w)))
+    )
 
 
-# Words whose forms in an index are kept (oldest dropped first): (index file, generation, word) -> forms.
-HELD_FORMS_KEPT = 4096
-_held_forms: dict[tuple, tuple[str, ...]] = {}
+def holding(conn: db.Connection, group: tuple[str, ...], generation: object) -> int:
+    """How many entries hold any of a word's forms (`in_index`), kept per `generation` like them."""
+    sql = "SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?"
+    return kept(conn, ("holding", group), generation, lambda: conn.execute(sql, (any_form(group),)).fetchone()[0])
+
+
+def kept(conn: db.Connection, what: tuple, generation: object, compute):
+    """compute(), kept per index file and generation (at most KEPT answers, the oldest dropped first)."""
+    key = (conn.execute("PRAGMA database_list").fetchone()[2], generation, *what)
+    if key not in _kept:
+        if len(_kept) >= KEPT:
+            _kept.pop(next(iter(_kept)))
+        _kept[key] = compute()
+    return _kept[key]
+
+
+KEPT = 4096
+_kept: dict[tuple, object] = {}
 
 
 def _holds(conn: db.Connection, word: str) -> bool:
