@@ -5,7 +5,8 @@
 DB is an index of the corpus (e.g. `pimem index --db DB --sessions-dir DIR`). Uses
 benchmarks/run.py's query set (project scope, limit 10, needles and common words). In process,
 each query runs with word forms (wordforms.MAX_FORMS as shipped) and without (0), alternately,
-so both see the same load. With --before (a checkout without word forms, e.g. made by
+so both see the same load; then again with nothing kept between queries (each word's forms
+and counts asked anew: the first query of a word). With --before (a checkout without word forms, e.g. made by
 `git worktree add /tmp/before main`), two `pimem serve` answer the API, that code and this,
 and each request goes to both in turn. The machine is shared: the ratios matter most.
 """
@@ -45,8 +46,9 @@ def report(title: str, before: list[float], after: list[float]) -> dict:
     return {"before": b, "after": a, "ratio": ratio}
 
 
-def in_process(bench: run.Bench, db: Path, corpus: Path, rounds: int) -> dict:
-    """Each query with word forms and without, alternately (which goes first alternates too)."""
+def in_process(bench: run.Bench, db: Path, corpus: Path, rounds: int, cold: bool) -> dict:
+    """Each query with word forms and without, alternately (which goes first alternates too);
+    `cold`: nothing kept between queries (wordforms.forget_kept), as for words never asked before."""
     conn = store.open_index(str(db))
     loc = locations.resolve(db=str(db), sessions_dirs=[str(corpus)])
     shipped = wordforms.MAX_FORMS
@@ -54,6 +56,8 @@ def in_process(bench: run.Bench, db: Path, corpus: Path, rounds: int) -> dict:
 
     def timed(q: dict, forms: int) -> float:
         wordforms.MAX_FORMS = forms
+        if cold:
+            wordforms.forget_kept()
         t = time.perf_counter()
         query.search(conn, loc, q["q"] or None, scope="project", cwd=q["cwd"], limit=10, home=HOME)
         return time.perf_counter() - t
@@ -68,7 +72,12 @@ def in_process(bench: run.Bench, db: Path, corpus: Path, rounds: int) -> dict:
                 group = times.setdefault(q["group"], {"before": [], "after": []})
                 group["after" if forms else "before"].append(timed(q, forms))
     wordforms.MAX_FORMS = shipped
-    out = {"all": report("search", *[[t for g in times.values() for t in g[k]] for k in ("before", "after")])}
+    out = {
+        "all": report(
+            "search" + (" (nothing kept)" if cold else ""),
+            *[[t for g in times.values() for t in g[k]] for k in ("before", "after")],
+        )
+    }
     for name, g in times.items():
         out[name] = report(f"  {name}", g["before"], g["after"])
     conn.close()
@@ -128,7 +137,10 @@ def main() -> int:
     with contextlib.suppress(FileNotFoundError):
         bench.manifest = json.loads((bench.corpus / "manifest.json").read_text())
     print(f"load {os.getloadavg()}; {Path(args.db).stat().st_size / run.MB:.0f} MB index; corpus {bench.corpus}")
-    result = {"in_process": in_process(bench, Path(args.db), bench.corpus, args.rounds)}
+    result = {
+        "in_process": in_process(bench, Path(args.db), bench.corpus, args.rounds, cold=False),
+        "in_process_nothing_kept": in_process(bench, Path(args.db), bench.corpus, args.rounds, cold=True),
+    }
     if args.before:
         result["api"] = api(bench, Path(args.db), Path(args.before).resolve(), args.rounds)
     print(json.dumps(result))

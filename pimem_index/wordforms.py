@@ -23,17 +23,23 @@ from . import db
 
 # The index's tokenizer (store.FTS_OPTIONS) with FTS5's Porter stemmer over it.
 STEMMER = "porter unicode61 remove_diacritics 2"
-# Other forms kept per query word (0: words match only as written, as before word forms).
+# Other forms of a query word that search asks the index for, at most: the shortest it holds
+# (0: words match only as written, as before word forms).
 MAX_FORMS = 24
-# Endings tried on the word and on its stem; the stemmer keeps those that join it.
-ENDINGS = ("", "e", "s", "es", "ed", "d", "ing", "er", "ers", "ion", "ions", "ation", "ations")
+# Endings tried on the word, on its stem and on their usual respellings; the stemmer keeps those that join it.
+ENDINGS = (
+    *("", "e", "s", "es", "ed", "d", "ing", "er", "ers", "y", "ies", "ied", "ly", "al", "ally", "ic", "ical"),
+    *("ion", "ions", "ation", "ations", "ate", "ates", "ated", "ating", "ator", "ators", "ive", "ively"),
+    *("able", "ible", "ment", "ments", "ity", "ities", "ize", "izes", "ized", "izing", "ization", "ness"),
+    *("ance", "ence", "ant", "ent", "ful", "ism"),
+)
 # The stemmer changes nothing in shorter words (FTS5's porter), nor in words with digits or non-ASCII letters.
 MIN_LETTERS = 3
 
 
 def of(term: str) -> tuple[str, ...]:
-    """The term and up to MAX_FORMS other forms of it (lowercase words), the term first."""
-    return (term, *_forms(term)[:MAX_FORMS]) if MAX_FORMS > 0 else (term,)
+    """The term and its other forms (lowercase words, shortest first), the term first."""
+    return (term, *_forms(term)) if MAX_FORMS > 0 else (term,)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -41,7 +47,7 @@ def _forms(term: str) -> tuple[str, ...]:
     """The other forms of a lowercase query word the stemmer joins to it, shortest first."""
     if len(term) < MIN_LETTERS or not (term.isascii() and term.isalpha()):
         return ()
-    candidates = sorted(_candidates(term, _stem(term)) - {term}, key=lambda w: (len(w), w))
+    candidates = sorted(_candidates(term, stem(term)) - {term}, key=lambda w: (len(w), w))
     return tuple(w for w in candidates if w in _joined(candidates, term))
 
 
@@ -67,15 +73,17 @@ def _pattern(terms: tuple[str, ...]) -> re.Pattern | None:
 
 
 def in_index(conn: db.Connection, term: str, generation: object) -> tuple[str, ...]:
-    """The term and those of its other forms (`of`) that the index holds, kept per `generation` of the index.
+    """The term and the first MAX_FORMS of its other forms (`of`) that the index holds, kept per `generation`.
 
     `generation` is anything that changes when the index's words may have (query passes its
     entry count, refreshed at most a minute late): a form first written since then is missed
     until it changes.
     """
-    return kept(
-        conn, ("forms", MAX_FORMS, term), generation, lambda: (term, *(w for w in of(term)[1:] if _holds(conn, w)))
-    )
+
+    def held() -> tuple[str, ...]:
+        return (term, *[w for w in of(term)[1:] if _holds(conn, w)][:MAX_FORMS])
+
+    return kept(conn, ("forms", MAX_FORMS, term), generation, held)
 
 
 def holding(conn: db.Connection, group: tuple[str, ...], generation: object) -> int:
@@ -96,6 +104,13 @@ def kept(conn: db.Connection, what: tuple, generation: object, compute):
 
 KEPT = 4096
 _kept: dict[tuple, object] = {}
+
+
+def forget_kept() -> None:
+    """Drop every kept answer and form (benchmarks measure the first query of a word with it)."""
+    _kept.clear()
+    _forms.cache_clear()
+    _pattern.cache_clear()
 
 
 def _holds(conn: db.Connection, word: str) -> bool:
@@ -120,8 +135,8 @@ def others_only(groups: list[tuple[str, ...]], op: str) -> str | None:
     return f"(({forms}) NOT ({exact}))"
 
 
-def _stem(term: str) -> str:
-    """The stemming tokenizer's form of a one-token word, read back from the probe table's vocabulary."""
+def stem(term: str) -> str:
+    """FTS5's porter stem of a one-token word (read back from the probe table's vocabulary)."""
     with _probe() as probe:
         probe.execute("INSERT INTO w(word) VALUES (?)", (term,))
         row = probe.execute("SELECT term FROM v LIMIT 1").fetchone()
