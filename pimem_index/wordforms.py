@@ -48,7 +48,8 @@ def _forms(term: str) -> tuple[str, ...]:
     if len(term) < MIN_LETTERS or not (term.isascii() and term.isalpha()):
         return ()
     candidates = sorted(_candidates(term, stem(term)) - {term}, key=lambda w: (len(w), w))
-    return tuple(w for w in candidates if w in _joined(candidates, term))
+    joined = _joined(candidates, term)
+    return tuple(w for w in candidates if w in joined)
 
 
 def _candidates(term: str, stem: str) -> set[str]:
@@ -61,11 +62,12 @@ def _candidates(term: str, stem: str) -> set[str]:
 
 def pattern(terms: list[str] | tuple[str, ...]) -> re.Pattern | None:
     """A case-insensitive pattern of the whole words the query words match (any form), or None without words."""
-    return _pattern(tuple(terms))
+    return _pattern(tuple(terms), MAX_FORMS)
 
 
 @functools.lru_cache(maxsize=256)
-def _pattern(terms: tuple[str, ...]) -> re.Pattern | None:
+def _pattern(terms: tuple[str, ...], _max_forms: int) -> re.Pattern | None:
+    """pattern's work, kept per query words and MAX_FORMS (0 turns forms off)."""
     words = sorted({w for t in terms if t for w in of(t.lower())}, key=lambda w: (-len(w), w))
     if not words:
         return None
