@@ -6,10 +6,10 @@ identifier is found exactly as before. A query word also matches its other forms
 English ending that FTS5's `porter` stemmer over the index's tokenizer joins to it (`of`).
 Python has no stemmer that is FTS5's, so the candidates go once into an in-memory FTS5 table
 with that tokenizer and FTS5 says which match. The answer depends on the word alone, so it is
-kept (an LRU of words): no look at the index's vocabulary, nothing to invalidate.
-Search asks the index for the other forms only when the words as written find fewer than its
-candidates (query._matches), and ranks those entries after the exact ones. Excerpts and
-highlights mark the whole words `pattern` matches, so a page marks exactly what search matched.
+kept (an LRU of words). Search asks the index for other forms only when the words as written
+do not fill the page (query._matches), ranks those entries after the exact ones, and keeps which
+forms the index holds per index generation (`in_index`, `kept`). Excerpts and highlights mark
+the whole words `pattern` matches, so a page marks what search matched.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ ENDINGS = (
     *("able", "ible", "ment", "ments", "ity", "ities", "ize", "izes", "ized", "izing", "ization", "ness"),
     *("ance", "ence", "ant", "ent", "ful", "ism"),
 )
-# The stemmer changes nothing in shorter words (FTS5's porter), nor in words with digits or non-ASCII letters.
+# Shorter words (FTS5's porter leaves them alone), and words with digits or letters outside ASCII, match as written.
 MIN_LETTERS = 3
 
 
