@@ -97,15 +97,19 @@ def holding(conn: db.Connection, group: tuple[str, ...], generation: object) -> 
 def kept(conn: db.Connection, what: tuple, generation: object, compute):
     """compute(), kept per index file and generation (at most KEPT answers, the oldest dropped first)."""
     key = (conn.execute("PRAGMA database_list").fetchone()[2], generation, *what)
-    if key not in _kept:
-        if len(_kept) >= KEPT:
-            _kept.pop(next(iter(_kept)))
-        _kept[key] = compute()
-    return _kept[key]
+    found = _kept.get(key, _kept)
+    if found is _kept:
+        found = compute()
+        with _kept_lock:  # Datasette's threads share it
+            while len(_kept) >= KEPT:
+                _kept.pop(next(iter(_kept)))
+            _kept[key] = found
+    return found
 
 
 KEPT = 4096
 _kept: dict[tuple, object] = {}
+_kept_lock = threading.Lock()
 
 
 def forget_kept() -> None:
