@@ -86,6 +86,17 @@ def test_library_an_identifier_finds_its_exact_entry_before_entries_holding_othe
     assert found.index(ids["connect"]) > 0
 
 
+def test_library_a_page_the_words_as_written_fill_holds_no_other_form(conn, locations, forms_world, new_journal):
+    j = new_journal("Apps/prjct")
+    exact = [j.user(f"the widgets table migrate step {n}") for n in range(2)]
+    assert CliRunner().invoke(cli, ["index"]).exit_code == 0
+    page = hit_ids(query.search(conn, locations, "migrate", cwd=forms_world["cwd_a"], limit=2))
+    assert sorted(page) == sorted(exact)
+    assert forms_world["ids"]["migrating"] not in page  # found with a longer page, never above an exact entry
+    longer = hit_ids(query.search(conn, locations, "migrate", cwd=forms_world["cwd_a"], limit=3))
+    assert longer[2] == forms_world["ids"]["migrating"]
+
+
 def test_library_a_word_with_no_other_forms_finds_what_it_did_before(conn, locations, forms_world):
     reply = query.search(conn, locations, "504", cwd=forms_world["cwd_a"])
     assert hit_ids(reply) == [forms_world["ids"]["timeouts"]]
