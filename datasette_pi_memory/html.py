@@ -12,14 +12,11 @@ from pimem_index.requests import query_terms
 
 
 def highlight(text: str | None, query: str | None) -> Markup:
-    """The text HTML-escaped, with each whole word the query matches (any form: wordforms.pattern) in <mark>."""
+    """The text HTML-escaped, with each whole word the query matches (any form: wordforms.matches) in <mark>."""
     text = text or ""
-    pattern = wordforms.pattern(query_terms(query))
-    if pattern is None:
-        return Markup(escape(text))
     out = []
     last = 0
-    for m in pattern.finditer(text):
+    for m in wordforms.matches(text, query_terms(query)):
         out.append(str(escape(text[last : m.start()])))
         out.append(f"<mark>{escape(m.group(0))}</mark>")
         last = m.end()

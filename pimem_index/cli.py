@@ -620,11 +620,12 @@ def _local_time(ts: str | None) -> str:
 
 
 def _mark(text: str, terms: list[str]) -> str:
-    """The text with each whole word the terms match (any form: wordforms.pattern) bold and underlined."""
-    pattern = wordforms.pattern(terms)
-    if pattern is None:
-        return text
-    return pattern.sub(lambda m: click.style(m.group(0), bold=True, underline=True), text)
+    """The text with each whole word the terms match (any form: wordforms.matches) bold and underlined."""
+    out, last = [], 0
+    for m in wordforms.matches(text, terms):
+        out += [text[last : m.start()], click.style(m.group(), bold=True, underline=True)]
+        last = m.end()
+    return "".join(out) + text[last:]
 
 
 @cli.command()

@@ -143,7 +143,6 @@ def redacted_head(text: str, chars: int) -> str:
 
 
 def _first_term(text: str, terms: list[str]) -> int:
-    """Where the first whole word the terms match (any form: wordforms.pattern) starts, else 0."""
-    found = wordforms.pattern(terms)
-    m = found.search(text) if found else None
+    """Where the first whole word the terms match (any form: wordforms.matches) starts, else 0."""
+    m = next(wordforms.matches(text, terms), None)
     return m.start() if m else 0

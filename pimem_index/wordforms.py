@@ -9,15 +9,17 @@ with that tokenizer and FTS5 says which match. The answer depends on the word al
 kept (an LRU of words). Search asks the index for other forms only when the words as written
 do not fill the page (query._matches), ranks those entries after the exact ones, and keeps which
 forms the index holds per index generation (`in_index`, `kept`). Excerpts and highlights mark
-the whole words `pattern` matches, so a page marks what search matched.
+the whole words `matches` finds, so a page marks what search matched.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import re
 import threading
+from collections.abc import Iterator
 
 from . import db
 
@@ -60,18 +62,27 @@ def _candidates(term: str, stem: str) -> set[str]:
     return {base + ending for base in bases for ending in ENDINGS if base}
 
 
-def pattern(terms: list[str] | tuple[str, ...]) -> re.Pattern | None:
-    """A case-insensitive pattern of the whole words the query words match (any form), or None without words."""
-    return _pattern(tuple(terms), MAX_FORMS)
+def matches(text: str, terms: list[str] | tuple[str, ...]) -> Iterator[re.Match]:
+    """The whole words of `text` that the query words match in any form (`of`), in order, any case."""
+    rule = _rule(tuple(terms), MAX_FORMS)
+    if rule is None:
+        return
+    near, words = rule
+    for m in near.finditer(text):
+        if m.group().lower() in words:
+            yield m
 
 
 @functools.lru_cache(maxsize=256)
-def _pattern(terms: tuple[str, ...], _max_forms: int) -> re.Pattern | None:
-    """pattern's work, kept per query words and MAX_FORMS (0 turns forms off)."""
-    words = sorted({w for t in terms if t for w in of(t.lower())}, key=lambda w: (-len(w), w))
-    if not words:
+def _rule(terms: tuple[str, ...], _max_forms: int) -> tuple[re.Pattern, frozenset[str]] | None:
+    """The words the query words match, and a pattern of the whole words sharing the start of each
+    word's forms (cheap to compile, unlike one of every form), kept per query words and MAX_FORMS."""
+    forms = [of(t.lower()) for t in terms if t]
+    if not forms:
         return None
-    return re.compile(r"(?<![^\W_])(" + "|".join(map(re.escape, words)) + r")(?![^\W_])", re.IGNORECASE)
+    starts = sorted({os.path.commonprefix(list(f)) for f in forms}, key=lambda w: (-len(w), w))
+    near = re.compile(r"(?<![^\W_])(?:" + "|".join(map(re.escape, starts)) + r")[^\W_]*", re.IGNORECASE)
+    return near, frozenset(w for f in forms for w in f)
 
 
 def in_index(conn: db.Connection, term: str, generation: object) -> tuple[str, ...]:
@@ -116,7 +127,7 @@ def forget_kept() -> None:
     """Drop every kept answer and form (benchmarks measure the first query of a word with it)."""
     _kept.clear()
     _forms.cache_clear()
-    _pattern.cache_clear()
+    _rule.cache_clear()
 
 
 def _holds(conn: db.Connection, word: str) -> bool:
