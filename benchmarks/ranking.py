@@ -1,12 +1,17 @@
-"""Ranking without positions against FTS5's bm25() with positions, on the same corpus.
+"""Ranking without positions against FTS5's bm25() with positions, and query words in other forms.
 
     python benchmarks/ranking.py [CORPUS_DIR] [--queries 200] [--seed 7]
 
 The index keeps no term positions (store.FTS_OPTIONS, detail=none), so search ranks with
 its own BM25 over which terms an entry holds (query._ranked). This builds the index twice,
-once as it is and once with positions (FTS5's bm25() then works), and runs the same
-known-item queries on both: 1-3 words taken from a random entry, global scope, all terms.
-A ranking is better when it puts that entry higher (MRR, found at rank 1, in the top 10).
+once as it is and once with positions (FTS5's bm25() then works), and runs two query sets,
+each ranked by bm25() (known items only), by our ranking with exact words only (as before
+word forms: query._ranked) and by our ranking with word forms (query._matches, for 100 hits). Known-item queries:
+1-3 words taken from a random entry, global scope, all terms. Word-form queries: the same,
+with each word that has one replaced by another form of it (plural or singular, -ing, -ed,
+-es: a word of the corpus the stemmer joins to it) that the entry does not hold, as a person
+or an agent phrases it. A ranking is better when it puts that entry higher (MRR, found at
+rank 1, in the top 10, in the top 100).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ sys.path.insert(0, str(ROOT.parent))
 
 from floor import positions_fts_options  # noqa: E402
 
-from pimem_index import indexer, query, reread, scope, store  # noqa: E402
+from pimem_index import indexer, query, reread, scope, store, wordforms  # noqa: E402
 from pimem_index.locations import resolve  # noqa: E402
 
 WORD = re.compile(r"[^\W_]+")
@@ -42,6 +47,51 @@ def build(corpus: str, db_path: str, fts_options: str):
     return conn
 
 
+def other_forms(word: str) -> list[str]:
+    """Other forms a person might type for `word`: plural or singular, -ing, -ed (checked against FTS5 later)."""
+    forms = [word + "s", word + "es", word + "ing", word + "ed"]
+    if word.endswith("e"):
+        forms += [word + "d", word[:-1] + "ing"]
+    for suffix in ("es", "s", "ing", "ed", "d"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            base = word[: -len(suffix)]
+            forms += [base, base + "e", base + "s", base + "ing", base + "ed"]
+    return [f for f in dict.fromkeys(forms) if f != word]
+
+
+def holding(conn, term: str) -> int:
+    """How many entries of the index hold the term."""
+    return conn.execute("SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?", (f'"{term}"',)).fetchone()[0]
+
+
+def word_form(word: str, held: set[str], conn, rng: random.Random) -> str | None:
+    """Another form of `word` that the corpus holds, the entry does not, and the index's stemmer joins to it."""
+    stem = wordforms.stem(word)
+    forms = [f for f in other_forms(word) if f not in held and holding(conn, f) and wordforms.stem(f) == stem]
+    return rng.choice(forms) if forms else None
+
+
+def ranks_of(conn, terms: list[str], rowid: int, everything, with_forms: bool) -> int | None:
+    """The entry's rank among the first 100 for the terms (all of them, global scope), or None."""
+    if with_forms:
+        mine = [row.rowid for row, _score, _tier in query._matches(conn, terms, "AND", everything, "1", [], 100)]
+    else:
+        mine = [row.rowid for row, _score in query._ranked(conn, terms, "AND", everything, "1", [])]
+    mine = mine[:100]
+    return mine.index(rowid) + 1 if rowid in mine else None
+
+
+def report(title: str, ranks: dict[str, list[int | None]]) -> None:
+    print(title)
+    for name, found in ranks.items():
+        n = len(found)
+        mrr = sum(1 / r for r in found if r) / n
+        print(
+            f"  {name:>28}: MRR {mrr:.3f}, rank 1 {sum(r == 1 for r in found) / n:.0%}, "
+            f"top 10 {sum(bool(r) and r <= 10 for r in found) / n:.0%}, top 100 {sum(bool(r) for r in found) / n:.0%}"
+        )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("corpus", nargs="?", default=str(ROOT / "corpus" / "500MB-s1"))
@@ -56,43 +106,46 @@ def main() -> int:
     everything = scope.Scope("global")
     rng = random.Random(args.seed)
     rowids = [r[0] for r in ours.execute("SELECT rowid FROM entries WHERE chars BETWEEN 100 AND 50000")]
-
-    def holding(term: str) -> int:
-        return ours.execute("SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?", (f'"{term}"',)).fetchone()[0]
-
-    ranks: dict[str, list[int | None]] = {"positions (FTS5 bm25)": [], "no positions (ours)": []}
+    before, after = "ours, exact words (before)", "ours, with word forms"
+    known: dict[str, list[int | None]] = {"positions (FTS5 bm25)": [], before: [], after: []}
+    forms: dict[str, list[int | None]] = {before: [], after: []}
     overlap = []
-    while len(ranks["no positions (ours)"]) < args.queries:
+    while len(known[after]) < args.queries or len(forms[after]) < args.queries:
         rowid = rng.choice(rowids)
         row = reread.select_entries(ours, "e.rowid = ?", (rowid,))[0]
         text = reread.reread(ours, row, locations) or ""
+        held = {w.lower() for w in WORD.findall(text)}
         words = sorted({w.lower() for w in WORD.findall(text[:20_000]) if len(w) > 3 and not w.isdigit()})
-        words = [w for w in rng.sample(words, min(12, len(words))) if 3 <= holding(w) <= 5000]
+        words = [w for w in rng.sample(words, min(12, len(words))) if 3 <= holding(ours, w) <= 5000]
         if len(words) < 2:
             continue
         terms = rng.sample(words, rng.choice([1, 2, 2, 3]) if len(words) >= 3 else 1)
-        expression = "(" + " AND ".join(f'"{t}"' for t in terms) + ")"
-        theirs = [
-            r[0]
-            for r in positions.execute(
-                "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? ORDER BY bm25(entries_fts) LIMIT 100",
-                (expression,),
-            )
-        ]
-        mine = [row.rowid for row, _score in query._ranked(ours, terms, "AND", everything, "1", [])][:100]
-        for name, ranked in (("positions (FTS5 bm25)", theirs), ("no positions (ours)", mine)):
-            ranks[name].append(ranked.index(rowid) + 1 if rowid in ranked else None)
-        if theirs:
-            overlap.append(len(set(theirs[:10]) & set(mine[:10])) / min(10, len(theirs)))
-    print(f"{args.queries} known-item queries (1-3 words from a random entry), seed {args.seed}")
-    for name, found in ranks.items():
-        n = len(found)
-        mrr = sum(1 / r for r in found if r) / n
-        print(
-            f"  {name:>22}: MRR {mrr:.3f}, rank 1 {sum(r == 1 for r in found) / n:.0%}, "
-            f"top 10 {sum(bool(r) and r <= 10 for r in found) / n:.0%}, top 100 {sum(bool(r) for r in found) / n:.0%}"
-        )
-    print(f"  top-10 lists in common: {sum(overlap) / len(overlap):.0%}")
+        if len(known[after]) < args.queries:
+            expression = "(" + " AND ".join(f'"{t}"' for t in terms) + ")"
+            theirs = [
+                r[0]
+                for r in positions.execute(
+                    "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? ORDER BY bm25(entries_fts) LIMIT 100",
+                    (expression,),
+                )
+            ]
+            known["positions (FTS5 bm25)"].append(theirs.index(rowid) + 1 if rowid in theirs else None)
+            known[before].append(ranks_of(ours, terms, rowid, everything, False))
+            known[after].append(ranks_of(ours, terms, rowid, everything, True))
+            mine = [row.rowid for row, _score in query._ranked(ours, terms, "AND", everything, "1", [])][:10]
+            if theirs:
+                overlap.append(len(set(theirs[:10]) & set(mine)) / min(10, len(theirs)))
+        if len(forms[after]) < args.queries:
+            varied = [word_form(t, held, ours, rng) or t for t in terms]
+            if varied != terms:
+                forms[before].append(ranks_of(ours, varied, rowid, everything, False))
+                forms[after].append(ranks_of(ours, varied, rowid, everything, True))
+    report(f"{args.queries} known-item queries (1-3 words from a random entry), seed {args.seed}", known)
+    print(f"  top-10 lists in common, positions and ours: {sum(overlap) / len(overlap):.0%}")
+    report(
+        f"{args.queries} word-form queries (the same, each word that has one in another form the entry does not hold)",
+        forms,
+    )
     return 0
 
 

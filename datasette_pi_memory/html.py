@@ -2,29 +2,22 @@
 
 from __future__ import annotations
 
-import re
 from urllib.parse import urlencode
 
 from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
 
+from pimem_index import wordforms
 from pimem_index.journal import local_time
 from pimem_index.requests import query_terms
 
 
 def highlight(text: str | None, query: str | None) -> Markup:
-    """The text HTML-escaped, with each query term (at a word start) wrapped in <mark>."""
+    """The text HTML-escaped, with each whole word the query matches (any form: wordforms.matches) in <mark>."""
     text = text or ""
-    terms = query_terms(query)
-    if not terms:
-        return Markup(escape(text))
-    pattern = re.compile(
-        r"(?<![^\W_])(" + "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True)) + ")",
-        re.IGNORECASE,
-    )
     out = []
     last = 0
-    for m in pattern.finditer(text):
+    for m in wordforms.matches(text, query_terms(query)):
         out.append(str(escape(text[last : m.start()])))
         out.append(f"<mark>{escape(m.group(0))}</mark>")
         last = m.end()

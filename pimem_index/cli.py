@@ -16,7 +16,7 @@ from importlib.metadata import entry_points
 import click
 import orjson
 
-from . import __version__, db, forget, indexer, journal, lease, parsing, query, requests, store
+from . import __version__, db, forget, indexer, journal, lease, parsing, query, requests, store, wordforms
 from . import scope as scopes
 from .errors import Arg, UserError
 from .locations import Locations, checked_journal, discover, resolve
@@ -649,12 +649,12 @@ def _local_time(ts: str | None) -> str:
 
 
 def _mark(text: str, terms: list[str]) -> str:
-    if not terms:
-        return text
-    import re
-
-    pattern = re.compile("|".join(re.escape(t) for t in terms), re.IGNORECASE)
-    return pattern.sub(lambda m: click.style(m.group(0), bold=True, underline=True), text)
+    """The text with each whole word the terms match (any form: wordforms.matches) bold and underlined."""
+    out, last = [], 0
+    for m in wordforms.matches(text, terms):
+        out += [text[last : m.start()], click.style(m.group(), bold=True, underline=True)]
+        last = m.end()
+    return "".join(out) + text[last:]
 
 
 @cli.command()

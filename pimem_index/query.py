@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from . import db, forgotten, indexer, lease, results, store
+from . import db, forgotten, indexer, lease, results, store, wordforms
 from .errors import Arg, UserError
 from .locations import Locations, discover, find_journals
 from .redact import redact
@@ -90,7 +90,11 @@ def match_expression(text: str | None) -> str:
 
 def fts_expression(terms: list[str], op: str, scope: Scope | None = None) -> str:
     """Quoted literal terms joined by AND or OR, within the scope's term."""
-    expression = "(" + f" {op} ".join(f'"{t}"' for t in terms) + ")"
+    return _in_scope("(" + f" {op} ".join(f'"{t}"' for t in terms) + ")", scope)
+
+
+def _in_scope(expression: str, scope: Scope | None) -> str:
+    """An FTS5 expression narrowed to the scope's term (when it has one)."""
     term = scope.term() if scope else None
     return f'{expression} AND "{term}"' if term else expression
 
@@ -155,21 +159,16 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
         reply["folded"] = 0  # the newest entries, each shown
         more = len(rows) > limit
     else:
-        match = "all"
-        ranked = _ranked(conn, terms, "AND", sc, where, params)
-        if not ranked and len(terms) > 1:
-            match = "any"
-            ranked = _ranked(conn, terms, "OR", sc, where, params)
-        now = time.time()
-        scored = sorted(
-            ((_rerank(row, score, now), row) for row, score in ranked),
-            key=lambda sr: (sr[0], sr[1].rowid),
-            reverse=True,
-        )
+        needed = request.offset + limit + 1  # the page and one more, to say whether more remain
+        match, ranked = _candidates(conn, terms, sc, where, params, needed)
+        more = _page_of_ranked(conn, locations, request, sc, _ordered(ranked, time.time()), reply)
+        if not more and len(reply["results"]) < limit and _forms_skipped(ranked, needed):
+            # Folding left the page short of what the words as written promised: look at other forms too.
+            match, ranked = _candidates(conn, terms, sc, where, params, CANDIDATES)
+            more = _page_of_ranked(conn, locations, request, sc, _ordered(ranked, time.time()), reply)
         reply["match"] = match
         if match == "any":
             reply["hint"] = "no entry has every term; showing entries with any of them"
-        more = _page_of_ranked(conn, locations, request, sc, scored, reply)
     reply["offset"] = request.offset
     reply["next_offset"] = request.offset + limit if more else None
     if terms and request.offset == 0 and len(reply["results"]) < limit:
@@ -282,6 +281,42 @@ STATS_SAMPLE = 5_000
 _stats_cache: dict[str, tuple[float, int | None, int, float]] = {}  # (at, max rowid, count, average)
 
 
+def _matches(
+    conn, terms: list[str], op: str, scope: Scope, where: str, params: list, needed: int
+) -> list[tuple[EntryRow, float, int]]:
+    """Up to CANDIDATES matches with scores and tiers: the words as written (tier 0, `_ranked`), then, only
+    when those are fewer than `needed` (what the page shows), entries matching only through other forms
+    of them (tier 1, `_ranked_forms`). Tier 0 comes first whatever the scores, so when it fills the page
+    the other forms could not change it and are not looked for."""
+    exact = [(row, score, 0) for row, score in _ranked(conn, terms, op, scope, where, params)]
+    if len(exact) >= min(needed, CANDIDATES):
+        return exact
+    others = _ranked_forms(conn, terms, op, scope, where, params, CANDIDATES - len(exact))
+    return exact + [(row, score, 1) for row, score in others]
+
+
+def _candidates(conn, terms: list[str], sc: Scope, where: str, params: list, needed: int) -> tuple[str, list]:
+    """The match kind ("all", else "any" when no entry holds every term) and its ranked candidates."""
+    ranked = _matches(conn, terms, "AND", sc, where, params, needed)
+    if ranked or len(terms) < 2:
+        return "all", ranked
+    return "any", _matches(conn, terms, "OR", sc, where, params, needed)
+
+
+def _forms_skipped(ranked: list[tuple[EntryRow, float, int]], needed: int) -> bool:
+    """Whether `_matches` left other forms out because the words as written seemed to fill `needed`."""
+    return needed <= len(ranked) < CANDIDATES and all(tier == 0 for _row, _score, tier in ranked)
+
+
+def _ordered(ranked: list[tuple[EntryRow, float, int]], now: float) -> list[tuple[float, EntryRow]]:
+    """(reranked score, row), best first: tier by tier (the words as written first), then by `_rerank`."""
+    reranked = sorted(
+        ((tier, _rerank(row, score, now), row) for row, score, tier in ranked),
+        key=lambda t: (t[0], -t[1], -t[2].rowid),
+    )
+    return [(score, row) for _tier, score, row in reranked]
+
+
 def _ranked(conn, terms: list[str], op: str, scope: Scope, where: str, params: list) -> list[tuple[EntryRow, float]]:
     """Up to CANDIDATES matches with their scores, best first by BM25 over which terms an entry holds.
 
@@ -310,9 +345,65 @@ def _ranked(conn, terms: list[str], op: str, scope: Scope, where: str, params: l
     return [(EntryRow._make(row[:-1]), row[-1]) for row in rows]
 
 
+# What an entry holding only another form of a query word gets of the forms' IDF (benchmarks/ranking.py).
+FORM_WEIGHT = 0.5
+_HOLDS = "e.rowid IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?)"
+
+
+def _ranked_forms(
+    conn, terms: list[str], op: str, scope: Scope, where: str, params: list, limit: int
+) -> list[tuple[EntryRow, float]]:
+    """Up to `limit` entries matching the words only through other forms (wordforms), best first:
+    scored as `_ranked`, a word held in another form counting FORM_WEIGHT of its forms' IDF."""
+    count, average = _collection_stats(conn)
+    groups = [wordforms.in_index(conn, t, count) for t in terms]
+    expression = wordforms.others_only(groups, op)
+    if expression is None:
+        return []
+    several = sum(len(g) > 1 for g in groups) > 1  # else which forms a match holds is known from the expression
+    held_sql, held_params = [], []
+    for group in groups:
+        sql, values = _held_form(conn, group, count, op, scope if several else None)
+        held_sql.append(sql)
+        held_params.extend(values)
+    score = f"({' + '.join(held_sql)}) * {BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * e.chars / ?))"
+    rows = conn.execute(
+        f"SELECT {ENTRY_COLUMNS}, {score} AS score FROM entries_fts "
+        "JOIN entries e ON e.rowid = entries_fts.rowid JOIN files f ON f.id = e.file_id "
+        f"WHERE entries_fts MATCH ? AND {where} ORDER BY score DESC, e.rowid DESC LIMIT {int(limit)}",
+        [*held_params, max(average, 1.0), _in_scope(expression, scope), *params],
+    )
+    return [(EntryRow._make(row[:-1]), row[-1]) for row in rows]
+
+
+def _held_form(conn, group: tuple[str, ...], count: int, op: str, scope: Scope | None) -> tuple[str, list]:
+    """One word's part of a form match's score, as SQL and parameters (`_ranked_forms`).
+
+    Under AND a match holds the word as written (its IDF) or another form (FORM_WEIGHT of the
+    forms' IDF); under OR it holds no word as written, so another form or nothing. Which, is
+    asked within the scope, and only when several words have other forms (`scope` given).
+    """
+    if len(group) == 1:
+        return ("?", [_idf(conn, group[0], count)]) if op == "AND" else ("0", [])
+    other = FORM_WEIGHT * _idf_of(wordforms.holding(conn, group, count), count)
+    if scope is None:
+        return "?", [other]
+    if op == "AND":
+        exact = _in_scope(f'"{group[0]}"', scope)
+        return f"(CASE WHEN {_HOLDS} THEN ? ELSE ? END)", [exact, _idf(conn, group[0], count), other]
+    return f"(CASE WHEN {_HOLDS} THEN ? ELSE 0 END)", [_in_scope(wordforms.any_form(group), scope), other]
+
+
 def _idf(conn, term: str, count: int) -> float:
-    """BM25's inverse document frequency, from how many entries hold the term (FTS5's formula)."""
-    holding = conn.execute("SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?", (f'"{term}"',)).fetchone()[0]
+    """BM25's inverse document frequency, from how many entries hold the term (FTS5's formula), kept
+    while the entry count is the same (wordforms.kept: a common word's count takes a millisecond)."""
+    sql = "SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?"
+    holding = wordforms.kept(conn, ("holding", term), count, lambda: conn.execute(sql, (f'"{term}"',)).fetchone()[0])
+    return _idf_of(holding, count)
+
+
+def _idf_of(holding: int, count: int) -> float:
+    """BM25's IDF of something `holding` entries of `count` hold."""
     count = max(count, holding)  # the count may be a minute old while a backfill adds entries
     return max(1e-6, math.log((count - holding + 0.5) / (holding + 0.5)))
 

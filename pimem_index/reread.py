@@ -10,12 +10,11 @@ shown of it is redacted here too (`excerpt`, `redacted_head`). An entry comes as
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from . import db, journal, store
+from . import db, journal, store, wordforms
 from .locations import Locations
 from .redact import redact, redact_part
 
@@ -163,10 +162,6 @@ def redacted_head(text: str, chars: int) -> str:
 
 
 def _first_term(text: str, terms: list[str]) -> int:
-    lowered = text.lower()
-    best = -1
-    for t in terms:
-        m = re.search(r"(?<![^\W_])" + re.escape(t), lowered)
-        if m and (best < 0 or m.start() < best):
-            best = m.start()
-    return max(best, 0)
+    """Where the first whole word the terms match (any form: wordforms.matches) starts, else 0."""
+    m = next(wordforms.matches(text, terms), None)
+    return m.start() if m else 0
