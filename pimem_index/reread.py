@@ -80,6 +80,19 @@ def reread(conn: db.Connection, row: EntryRow, locations: Locations) -> str | No
     and the stored fingerprint; otherwise the journal is queued for reindexing and the text
     is unavailable, never another entry's.
     """
+    checked = _checked_line(conn, row, locations)
+    return checked[1].text if checked else None
+
+
+def reread_shape(conn: db.Connection, row: EntryRow, locations: Locations) -> journal.Shape | None:
+    """The entry's line read as `reread` reads it, with its structure (blocks, tool call ids, exit
+    status: journal.shape); unredacted, None when the line is not the entry."""
+    checked = _checked_line(conn, row, locations)
+    return journal.shape(*checked) if checked else None
+
+
+def _checked_line(conn: db.Connection, row: EntryRow, locations: Locations) -> tuple[dict, journal.Entry] | None:
+    """The entry's journal line (parsed, and read as an entry) when it is the one the row points to."""
     if not locations.contains(Path(row.path)):
         return None
     try:
@@ -88,16 +101,17 @@ def reread(conn: db.Connection, row: EntryRow, locations: Locations) -> str | No
             data = fh.read(row.length)
     except OSError:
         return None
-    item = None
+    obj = item = None
     if len(data) == row.length and journal.fingerprint(data) == row.fingerprint:
         try:
-            item = journal.parse_line(data, row.line)
+            obj = journal.loads(data)
+            item = journal.interpret(obj, row.line)
         except journal.Malformed:
             item = None
-    if not isinstance(item, journal.Entry) or item.id != row.id:
+    if obj is None or not isinstance(item, journal.Entry) or item.id != row.id:
         _queue_reindex(conn, row.file_id)
         return None
-    return item.text
+    return obj, item
 
 
 def _queue_reindex(conn, file_id: int) -> None:
