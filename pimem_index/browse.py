@@ -87,6 +87,7 @@ def session_header(conn: db.Connection, session_id: str) -> dict | None:
         "last_timestamp": max((f.last_timestamp or "" for f in files), default="") or None,
         "journals": [f.path for f in files],
         "bytes": sum(f.size or 0 for f in files),
+        "entries": sum(f.entry_count for f in files),
         "parent_session": first.parent_session,
         "children": [{"session_id": sid, "name": name, "started": started} for sid, name, started in children],
     }
