@@ -294,7 +294,7 @@ def _items(conn, locations, tree: Tree, order: list[str], shown: list[str], offs
         if len(tree.children.get(eid, ())) > 1:
             items.append(_fork(conn, locations, tree, eid, order, position))
     if not path_view and offset + len(shown) >= len(order):
-        items += [_setting(node) for node in tree.before.get(len(order), ()) if node.type in SHOWN_NODES]
+        items += [_setting(node, tree) for node in tree.before.get(len(order), ()) if node.type in SHOWN_NODES]
     return items
 
 
@@ -312,24 +312,24 @@ def _settings_before(tree: Tree, order: list[str], position: int, path_view: boo
     on a path, the lines between it and the entry before it in the tree."""
     eid = order[position]
     if not path_view:
-        return [_setting(node) for node in tree.before.get(tree.index[eid], ()) if node.type in SHOWN_NODES]
+        return [_setting(node, tree) for node in tree.before.get(tree.index[eid], ()) if node.type in SHOWN_NODES]
     by_id = tree.by_id
     chain: list[journal.Node] = []
     at = tree.refs[tree.index[eid]].parent_id
     while at is not None and at in by_id and at not in tree.index and len(chain) < 10_000:
         chain.append(by_id[at])
         at = by_id[at].parent_id
-    return [_setting(node) for node in reversed(chain) if node.type in SHOWN_NODES]
+    return [_setting(node, tree) for node in reversed(chain) if node.type in SHOWN_NODES]
 
 
-def _setting(node: journal.Node) -> dict:
-    """A model change, thinking level change, label or session name as the page shows it (redacted)."""
+def _setting(node: journal.Node, tree: Tree) -> dict:
+    """A model change, thinking level change, label or session name as the page shows it (redacted;
+    a label's target only when it is an entry of the session, never any other string)."""
     return {
         "type": node.type,
-        "id": node.id,
         "timestamp": node.timestamp,
         "value": _redacted(node.value, LABEL_CHARS),
-        "target": node.target_id,
+        "target": node.target_id if node.target_id in tree.index else None,
     }
 
 

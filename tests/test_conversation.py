@@ -11,9 +11,11 @@ import json
 
 import pytest
 import pytest_asyncio
+from click.testing import CliRunner
 from plugin_world import ROOT, make_datasette, running
 
 from pimem_index import conversation, indexer, journal
+from pimem_index.cli import cli
 
 SECRET = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"  # a GitHub token's shape
 
@@ -300,3 +302,27 @@ def test_the_blocks_of_an_entry_cut_exactly_its_indexed_text():
         ("n", "[1]"),
     ]
     assert "EqQB" not in shape.text and "QUFB" not in shape.text
+
+
+@pytest.mark.asyncio
+async def test_a_forgotten_entry_is_not_shown_and_the_conversation_runs_on_through_it(locations, convo):
+    ids, j = convo["ids"], convo["journal"]
+    result = CliRunner().invoke(cli, ["forget", ids["lint"], "--session", j.session_id])
+    assert result.exit_code == 0, result.output
+    async with running(make_datasette(locations)) as ds:
+        text = await page(ds, convo["path"])
+    assert f'id="entry-{ids["status"]}"' in text and "git status" in text
+    assert f'id="entry-{ids["lint"]}"' not in text and "make lint" not in text and "lint: 3 errors" not in text
+    assert text.count("Another branch:") == 1  # only the real jump back to the first message
+
+
+@pytest.mark.asyncio
+async def test_a_label_names_its_target_only_when_it_is_an_entry_of_the_session(locations, convo, conn):
+    j = convo["journal"]
+    j.label(f"not-an-entry-{SECRET}", "stray")
+    indexer.index_all(conn, locations)
+    async with running(make_datasette(locations)) as ds:
+        text = await page(ds, convo["path"])
+    assert "Label &ldquo;stray&rdquo; set on an entry" in text
+    assert f'Label &ldquo;before the fix ghp_[REDACTED]&rdquo; set on <a href="?entry={convo["ids"]["user"]}">' in text
+    assert "not-an-entry" not in text and SECRET not in text
