@@ -100,7 +100,7 @@ def page(
         "total": total,
         "offset": offset,
         "limit": limit,
-        "past_end": offset >= total > 0 or (offset > 0 and total == 0),
+        "past_end": 0 < offset >= total,
         "last_offset": max(0, (total - 1) // limit * limit),
         "next_offset": offset + limit if offset + limit < total else None,
         "items": _items(conn, locations, tree, order, shown, offset, leaf is not None),
@@ -416,12 +416,12 @@ def _find_results(conn, locations, tree: Tree, after: list[str], unpaired: dict[
 # ---- one entry -----------------------------------------------------------------------------------------
 
 
-def entry_view(conn: db.Connection, locations: Locations, row: EntryRow, tree: Tree | None = None) -> dict:
+def entry_view(conn: db.Connection, locations: Locations, row: EntryRow, tree: Tree) -> dict:
     """One entry as the page shows it: its keys, and its pieces reread and redacted (a tool call as its
     tool's view, a result's error flag, a bash run's exit), or why it is unavailable."""
     data = entry_json(row)
     data.update(rowid=row.rowid, blocks=[], unavailable=False, failed=False)
-    data["label"] = _redacted(tree.labels.get(row.id), LABEL_CHARS) if tree else None
+    data["label"] = _redacted(tree.labels.get(row.id), LABEL_CHARS)
     shape = reread_shape(conn, row, locations) if locations.contains(Path(row.path)) else None
     if shape is None:
         reason = UNAVAILABLE if locations.contains(Path(row.path)) else browse.OUTSIDE
@@ -467,33 +467,34 @@ def _block(cut: Cutter, block: journal.Block) -> dict:
 def _call(cut: Cutter, shape: journal.ToolCallShape) -> dict:
     """A tool call as its tool's view: an edit as a diff, a write's content folded, a command, or the
     arguments as keys and values; never its raw JSON."""
-    name = cut.piece(shape.name, LABEL_CHARS)["text"]
+    tool = cut.text[shape.name.start : shape.name.end]
     raw = {cut.text[k.start : k.end]: v for k, v in shape.arguments}
-    call = {"call_id": shape.call_id, "name": name, "view": "args", "result": None, "result_entry": None}
-    call["path"] = cut.piece(raw["path"], LABEL_CHARS)["text"] if "path" in raw else None
-    if shape.name and cut.text[shape.name.start : shape.name.end] == "edit" and {"oldText", "newText"} <= raw.keys():
+    call = {
+        "call_id": shape.call_id,
+        "name": cut.piece(shape.name, LABEL_CHARS)["text"],
+        "path": cut.piece(raw["path"], LABEL_CHARS)["text"] if "path" in raw else None,
+        "view": "args",
+        "result": None,
+        "result_entry": None,
+    }
+    skip = {"path"}
+    if tool == "edit" and {"oldText", "newText"} <= raw.keys():
         old, new = cut.piece(raw["oldText"]), cut.piece(raw["newText"])
         call.update(view="edit", diff=diff(old["text"], new["text"]), truncated=old["truncated"] or new["truncated"])
-        skip = {"path", "oldText", "newText"}
-    elif cut.text[shape.name.start : shape.name.end] == "write" and "content" in raw:
-        content = cut.piece(raw["content"])
-        call.update(view="write", content=content, lines=cut.text.count("\n", *_bounds(raw["content"])) + 1)
-        skip = {"path", "content"}
-    elif cut.text[shape.name.start : shape.name.end] == "bash" and "command" in raw:
+        skip |= {"oldText", "newText"}
+    elif tool == "write" and "content" in raw:
+        span = raw["content"]
+        call.update(view="write", content=cut.piece(span), lines=cut.text.count("\n", span.start, span.end) + 1)
+        skip.add("content")
+    elif tool == "bash" and "command" in raw:
         call.update(view="bash", command=cut.piece(raw["command"]))
-        skip = {"command"}
-    else:
-        skip = {"path"} if call["path"] is not None else set()
+        skip.add("command")
     call["args"] = [
         {"key": cut.piece(k, LABEL_CHARS)["text"], **cut.piece(v)}
         for k, v in shape.arguments
         if cut.text[k.start : k.end] not in skip
     ]
     return call
-
-
-def _bounds(span: journal.Span) -> tuple[int, int]:
-    return span.start, span.end
 
 
 def diff(old: str, new: str, context: int = DIFF_CONTEXT) -> list[dict]:
