@@ -422,7 +422,7 @@ def entry_view(conn: db.Connection, locations: Locations, row: EntryRow, tree: T
     data = entry_json(row)
     data.update(rowid=row.rowid, blocks=[], unavailable=False, failed=False)
     data["label"] = _redacted(tree.labels.get(row.id), LABEL_CHARS)
-    shape = reread_shape(conn, row, locations) if locations.contains(Path(row.path)) else None
+    shape = reread_shape(conn, row, locations)
     if shape is None:
         reason = UNAVAILABLE if locations.contains(Path(row.path)) else browse.OUTSIDE
         data.update(unavailable=True, text=reason)
