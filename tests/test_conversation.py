@@ -326,3 +326,15 @@ async def test_a_label_names_its_target_only_when_it_is_an_entry_of_the_session(
     assert "Label &ldquo;stray&rdquo; set on an entry" in text
     assert f'Label &ldquo;before the fix ghp_[REDACTED]&rdquo; set on <a href="?entry={convo["ids"]["user"]}">' in text
     assert "not-an-entry" not in text and SECRET not in text
+
+
+def test_a_version_1_journal_without_tree_ids_reads_as_one_line(conn, locations, new_journal):
+    j = new_journal("Apps/old", version=1)
+    first = j.user("an old question")
+    j.assistant("an old answer")
+    last = j.user("a follow-up")
+    indexer.index_all(conn, locations)
+    data = conversation.page(conn, locations, j.session_id, leaf=last)
+    whole = conversation.page(conn, locations, j.session_id)
+    assert entries(data) == [first, entries(whole)[1], last]
+    assert [item["type"] for item in whole["items"]] == ["entry", "entry", "entry"]  # no fork, no jump
