@@ -88,9 +88,10 @@ def page(
         return None
     tree = load_tree(conn, locations, session_id)
     order = path_to(tree, _known(tree, leaf, "leaf")) if leaf else [r.id for r in tree.refs]
+    if entry is not None and _known(tree, entry, "entry") not in order:
+        leaf, order = None, [r.id for r in tree.refs]  # off the branch shown: the whole journal holds it
     if entry is not None:
-        position = _position(order, _known(tree, entry, "entry"), leaf)
-        offset = position // limit * limit
+        offset = order.index(entry) // limit * limit
     total = len(order)
     shown = order[offset : offset + limit]
     return {
@@ -112,16 +113,6 @@ def _known(tree: Tree, entry_id: str, name: str) -> str:
     if entry_id not in tree.index:
         raise UserError(f"this session has no entry {entry_id!r}; give one of its entry ids (e.g. {name}=c3d4e5f6)")
     return entry_id
-
-
-def _position(order: list[str], entry_id: str, leaf: str | None) -> int:
-    """Where the entry is in the order shown; an entry off the chosen path is an error."""
-    try:
-        return order.index(entry_id)
-    except ValueError:
-        raise UserError(
-            f"entry {entry_id!r} is not on the path to {leaf!r}; open it without leaf (e.g. entry={entry_id})"
-        ) from None
 
 
 # ---- the tree ----------------------------------------------------------------------------------------

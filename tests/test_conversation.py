@@ -338,3 +338,12 @@ def test_a_version_1_journal_without_tree_ids_reads_as_one_line(conn, locations,
     whole = conversation.page(conn, locations, j.session_id)
     assert entries(data) == [first, entries(whole)[1], last]
     assert [item["type"] for item in whole["items"]] == ["entry", "entry", "entry"]  # no fork, no jump
+
+
+@pytest.mark.asyncio
+async def test_a_link_to_an_entry_off_the_branch_shown_opens_the_whole_journal_at_it(ds, convo):
+    ids = convo["ids"]
+    res = await ds.client.get(convo["path"], params={"leaf": ids["other_user"], "entry": ids["lint"]}, actor=ROOT)
+    on_path = await ds.client.get(convo["path"], params={"leaf": ids["other_user"], "entry": ids["other"]}, actor=ROOT)
+    assert res.status_code == 302 and res.headers["location"] == f"{convo['path']}#entry-{ids['lint']}"
+    assert on_path.headers["location"] == f"{convo['path']}?leaf={ids['other_user']}#entry-{ids['other']}"
