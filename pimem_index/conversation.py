@@ -5,8 +5,7 @@ Every string comes from the journal through the trusted read path and is redacte
 entry's pieces (thinking, a tool call's arguments, an edit's old and new text) are cut from its
 reread line (`reread_shape`) and masked with `redact_part` over the entry's whole text, so each
 piece shows exactly what the whole would. Settings and labels are the lines between indexed
-entries (never an entry's own line), read only up to the indexed bytes of a journal whose first
-line is still the indexed one.
+entries (never an entry's own line: `reread.nodes_between`), redacted here too.
 """
 
 from __future__ import annotations
@@ -20,15 +19,22 @@ from . import browse, db, journal
 from .errors import UserError
 from .locations import Locations
 from .redact import context_of, redact, redact_part
-from .reread import UNAVAILABLE, EntryRow, entry_json, reread_shape, select_entries
+from .reread import (
+    JOURNAL_HEAD_COLUMNS,
+    UNAVAILABLE,
+    EntryRow,
+    JournalHead,
+    entry_json,
+    nodes_between,
+    reread_shape,
+    select_entries,
+)
 
 PAGE = 200
 TEXT_CHARS = 20_000
 LABEL_CHARS = 500
 EXCERPT_CHARS = 140
 DIFF_CONTEXT = 3
-# A line between entries longer than this is skipped unread (settings and labels are short lines).
-GAP_LINE_BYTES = 1 << 20
 # Entries looked at past a page's edge for the other half of a tool call cut by the page break.
 LOOKAROUND = 24
 SHOWN_NODES = ("model_change", "thinking_level_change", "label", "session_info")
@@ -44,16 +50,6 @@ class Ref(NamedTuple):
     file_id: int
     offset: int
     length: int
-
-
-class JournalFile(NamedTuple):
-    """A journal of the session: where the lines between its entries may be read."""
-
-    id: int
-    path: str
-    cursor: int
-    head_length: int | None
-    head_fingerprint: int | None
 
 
 @dataclass
@@ -129,10 +125,8 @@ def load_tree(conn: db.Connection, locations: Locations, session_id: str) -> Tre
         )
     ]
     files = {
-        row[0]: JournalFile._make(row)
-        for row in conn.execute(
-            "SELECT id, path, cursor, head_length, head_fingerprint FROM files WHERE session_id = ?", (session_id,)
-        )
+        row[0]: JournalHead._make(row[1:])
+        for row in conn.execute(f"SELECT id, {JOURNAL_HEAD_COLUMNS} FROM files WHERE session_id = ?", (session_id,))
     }
     tree = Tree(refs, nodes=list(_nodes(locations, refs, files)))
     for i, ref in enumerate(refs):
@@ -205,7 +199,7 @@ def latest_leaf(tree: Tree, entry_id: str) -> str:
     return best
 
 
-def _nodes(locations: Locations, refs: list[Ref], files: dict[int, JournalFile]):
+def _nodes(locations: Locations, refs: list[Ref], files: dict[int, JournalHead]):
     """(entry index it comes before, node) for every line between entries that is not an entry,
     in journal order; a line after a journal's last entry comes before the next journal's first."""
     by_file: dict[int, list[int]] = {}
@@ -213,55 +207,14 @@ def _nodes(locations: Locations, refs: list[Ref], files: dict[int, JournalFile])
         by_file.setdefault(ref.file_id, []).append(i)
     for file_id, indexes in by_file.items():
         jf = files.get(file_id)
-        if jf is None or not locations.contains(Path(jf.path)):
+        if jf is None:
             continue
         gaps, start = [], 0
         for i in indexes:
             gaps.append((i, start, refs[i].offset))
             start = refs[i].offset + refs[i].length + 1
         gaps.append((indexes[-1] + 1, start, jf.cursor))
-        yield from _gap_nodes(jf, gaps)
-
-
-def _gap_nodes(jf: JournalFile, gaps: list[tuple[int, int, int]]):
-    """The nodes in a journal's gaps, if its first line is still the one indexed (else none)."""
-    try:
-        with open(jf.path, "rb") as fh:
-            if jf.head_length is not None and journal.fingerprint(fh.read(jf.head_length)) != jf.head_fingerprint:
-                return
-            for before, start, end in gaps:
-                for line in _lines(fh, start, end):
-                    node = _node(line)
-                    if node is not None:
-                        yield before, node
-    except OSError:
-        return
-
-
-def _lines(fh, start: int, end: int):
-    """The complete lines from byte `start` to `end`, skipping any longer than GAP_LINE_BYTES."""
-    fh.seek(start)
-    pos = start
-    while pos < end:
-        line = fh.readline(min(GAP_LINE_BYTES + 1, end - pos))
-        if not line:
-            return
-        pos += len(line)
-        if line.endswith(b"\n"):
-            yield line[:-1]
-            continue
-        while pos < end and not line.endswith(b"\n"):  # too long, or cut at `end`: skip to its end
-            line = fh.readline(min(GAP_LINE_BYTES, end - pos))
-            if not line:
-                return
-            pos += len(line)
-
-
-def _node(line: bytes) -> journal.Node | None:
-    try:
-        return journal.node(journal.loads(line)) if line.strip() else None
-    except journal.Malformed:
-        return None
+        yield from nodes_between(locations, jf, gaps)
 
 
 # ---- the page's items --------------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 """The trusted read path: an entry's text reread from its journal line, checked, and redacted.
 
-Every text any reply or page shows comes through `reread`: it opens only journals inside
+Every text any reply or page shows comes through `reread` (or `reread_shape`, the same
+line with its structure, for the session page; `nodes_between` reads the settings and labels
+between entries): it opens only journals inside
 the journal folders, and the line must carry the entry's id and stored fingerprint, or the
 text is unavailable (and the journal queued for reindexing), never another entry's. What is
 shown of it is redacted here too (`excerpt`, `redacted_head`). An entry comes as an EntryRow
@@ -10,7 +12,7 @@ shown of it is redacted here too (`excerpt`, `redacted_head`). An entry comes as
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -165,3 +167,68 @@ def _first_term(text: str, terms: list[str]) -> int:
         if m and (best < 0 or m.start() < best):
             best = m.start()
     return max(best, 0)
+
+
+# A line between entries longer than this is skipped unread (settings and labels are short lines).
+GAP_LINE_BYTES = 1 << 20
+
+
+class JournalHead(NamedTuple):
+    """A journal as the index knows it, to read the lines between its entries: its path, its indexed
+    bytes (the cursor) and its first line's length and fingerprint."""
+
+    path: str
+    cursor: int
+    head_length: int | None
+    head_fingerprint: int | None
+
+
+JOURNAL_HEAD_COLUMNS = ", ".join(JournalHead._fields)
+
+
+def nodes_between(
+    locations: Locations, jf: JournalHead, gaps: list[tuple[int, int, int]]
+) -> Iterator[tuple[int, journal.Node]]:
+    """(key, node) for each line that is not an entry (a setting, a label, extension state) in each
+    (key, start, end) byte range of a journal, unredacted. Nothing outside the journal folders or past
+    the indexed bytes is read, and nothing at all once the journal's first line is not the indexed one."""
+    if not locations.contains(Path(jf.path)):
+        return
+    try:
+        with open(jf.path, "rb") as fh:
+            if jf.head_length is not None and journal.fingerprint(fh.read(jf.head_length)) != jf.head_fingerprint:
+                return
+            for key, start, end in gaps:
+                for line in _lines(fh, start, min(end, jf.cursor)):
+                    node = _node(line)
+                    if node is not None:
+                        yield key, node
+    except OSError:
+        return
+
+
+def _lines(fh, start: int, end: int):
+    """The complete lines from byte `start` to `end`, skipping any longer than GAP_LINE_BYTES."""
+    fh.seek(start)
+    pos = start
+    while pos < end:
+        line = fh.readline(min(GAP_LINE_BYTES + 1, end - pos))
+        if not line:
+            return
+        pos += len(line)
+        if line.endswith(b"\n"):
+            yield line[:-1]
+            continue
+        while pos < end and not line.endswith(b"\n"):  # too long, or cut at `end`: skip to its end
+            line = fh.readline(min(GAP_LINE_BYTES, end - pos))
+            if not line:
+                return
+            pos += len(line)
+
+
+def _node(line: bytes) -> journal.Node | None:
+    """The tree node a line stands for; None for a blank, unreadable or header line."""
+    try:
+        return journal.node(journal.loads(line)) if line.strip() else None
+    except journal.Malformed:
+        return None

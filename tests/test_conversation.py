@@ -347,3 +347,25 @@ async def test_a_link_to_an_entry_off_the_branch_shown_opens_the_whole_journal_a
     on_path = await ds.client.get(convo["path"], params={"leaf": ids["other_user"], "entry": ids["other"]}, actor=ROOT)
     assert res.status_code == 302 and res.headers["location"] == f"{convo['path']}#entry-{ids['lint']}"
     assert on_path.headers["location"] == f"{convo['path']}?leaf={ids['other_user']}#entry-{ids['other']}"
+
+
+def settings(data: dict) -> list[tuple[str, str]]:
+    return [(item["type"], item["value"]) for item in data["items"] if item["type"] in conversation.SHOWN_NODES]
+
+
+def test_settings_written_after_the_last_indexing_wait_for_the_next(conn, locations, convo):
+    j = convo["journal"]
+    j.model_change("written-after-indexing")
+    data = conversation.page(conn, locations, j.session_id)
+    assert ("model_change", "openai/gpt-5") in settings(data)
+    assert ("model_change", "openai/written-after-indexing") not in settings(data)
+
+
+def test_no_settings_are_read_from_a_journal_whose_first_line_changed(conn, locations, convo):
+    j = convo["journal"]
+    data = j.path.read_bytes()
+    head = data.index(b"\n")
+    j.path.write_bytes(data[:head].replace(b'"version":3', b'"version":9') + data[head:])
+    after = conversation.page(conn, locations, j.session_id)
+    assert settings(after) == []
+    assert entries(after)[0] == convo["ids"]["user"]  # the entries themselves are still their lines
