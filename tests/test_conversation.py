@@ -369,3 +369,15 @@ def test_no_settings_are_read_from_a_journal_whose_first_line_changed(conn, loca
     after = conversation.page(conn, locations, j.session_id)
     assert settings(after) == []
     assert entries(after)[0] == convo["ids"]["user"]  # the entries themselves are still their lines
+
+
+@pytest.mark.asyncio
+async def test_an_aborted_turn_is_marked_and_a_finished_one_is_not(locations, convo, conn):
+    j = convo["journal"]
+    aborted = j.assistant("Starting the long refactor", stop="aborted")
+    indexer.index_all(conn, locations)
+    async with running(make_datasette(locations)) as ds:
+        text = await page(ds, convo["path"])
+    assert f'class="pi-memory-entry kind-assistant failed" id="entry-{aborted}"' in text
+    assert '<span class="pi-memory-badge bad">aborted</span>' in text
+    assert f'class="pi-memory-entry kind-assistant" id="entry-{convo["ids"]["other"]}"' in text
