@@ -11,6 +11,8 @@ and the text is what those bytes say. The number stays visible and sortable.
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from markupsafe import Markup, escape
 
 from pimem_index import browse
@@ -51,6 +53,12 @@ def entry_cell(row, column, table, pks, database, datasette, request):
     return inner()
 
 
+def session_url(datasette, data: dict) -> str:
+    """The session page that holds the entry, scrolled to it (the page finds which one)."""
+    path = datasette.urls.path("/-/pi-memory/sessions/" + quote(data["session_id"] or "", safe=""))
+    return path + "?" + qs(entry=data["id"])
+
+
 def cell_html(datasette, data: dict, length) -> Markup:
     read_url = datasette.urls.path("/-/pi-memory/read") + "?" + qs(id=data["id"], session_id=data["session_id"])
     parts = [
@@ -65,5 +73,6 @@ def cell_html(datasette, data: dict, length) -> Markup:
         parts.append(f'<div style="white-space:pre-wrap;max-height:12em;overflow:auto">{escape(text)}{more}</div>')
         label = f"read all {data['total_chars']:,} characters" if data["truncated"] else "read"
         parts.append(f'<a href="{escape(read_url)}">{label}</a>')
+        parts.append(f' &middot; <a href="{escape(session_url(datasette, data))}">in its session</a>')
     parts.append("</div>")
     return Markup("".join(parts))

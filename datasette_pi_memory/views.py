@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
+from urllib.parse import quote
 
 from datasette import Forbidden, NotFound, Response
 
-from pimem_index import browse, db, journal, query
+from pimem_index import browse, conversation, db, journal, query
 from pimem_index.errors import Arg, UserError
-from pimem_index.requests import ReadRequest, query_args
+from pimem_index.requests import ReadRequest, check_offset, query_args
 from pimem_index.scope import EXAMPLE_CWD, offered, page_default_scope, wider
 from pimem_index.words import counted, noun
 
@@ -249,8 +250,14 @@ async def read_page(datasette, request):
     )
 
 
-def _session_data(conn, locations, session_id, offset):
-    return browse.session(conn, locations, session_id, offset=offset)
+def _session_data(conn, locations, session_id, params: dict):
+    return conversation.page(conn, locations, session_id, **params)
+
+
+def _session_params(args) -> dict:
+    """offset, entry and leaf from a session page's query string; a bad offset is a UserError."""
+    offset = check_offset(args.get("offset"), example=200)
+    return {"offset": offset, "entry": args.get("entry") or None, "leaf": args.get("leaf") or None}
 
 
 async def session_page(datasette, request):
@@ -258,25 +265,23 @@ async def session_page(datasette, request):
     memory = state(datasette)
     session_id = request.url_vars["session_id"]
     try:
-        offset = int(request.args.get("offset") or 0)
-        if offset < 0:
-            raise ValueError
-    except ValueError:
-        return await render(
-            datasette,
-            request,
-            "pi_memory_read.html",
-            {
-                "params": query_args(request.args),
-                "reply": None,
-                "error": "offset must be a whole number, 0 or more (e.g. offset=200)",
-            },
-            status=400,
-        )
-    data = await memory.run(_session_data, memory.locations, session_id, offset)
+        params = _session_params(request.args)
+        data = await memory.run(_session_data, memory.locations, session_id, params)
+    except UserError as e:
+        context = {"params": query_args(request.args), "reply": None, "error": str(e)}
+        return await render(datasette, request, "pi_memory_read.html", context, status=400)
     if data is None:
         raise NotFound(f"No indexed session {session_id}")
+    if params["entry"]:
+        return Response.redirect(_entry_url(datasette, data, params["entry"]))
     return await render(datasette, request, "pi_memory_session.html", {"session": data})
+
+
+def _entry_url(datasette, data: dict, entry_id: str) -> str:
+    """The session page holding an entry, scrolled to it."""
+    path = datasette.urls.path(f"/-/pi-memory/sessions/{quote(data['session_id'], safe='')}")
+    query = html.qs(leaf=data["leaf"], offset=data["offset"] or None)
+    return f"{path}{'?' + query if query else ''}#entry-{quote(entry_id, safe='')}"
 
 
 ROUTES = [

@@ -1,4 +1,4 @@
-"""Browsing helpers for pages: a session's entries in order, activity per day, recent sessions.
+"""Browsing helpers for pages: a session's header, activity per day, recent sessions, projects.
 
 Every text shown is reread from its journal line (`reread`: checked against the stored
 fingerprint) and redacted; nothing here reads a file outside the journal folders.
@@ -15,7 +15,6 @@ from .locations import Locations
 from .reread import EntryRow, entry_json, redacted_head, reread, select_entries, unavailable_reason, unavailable_text
 from .scope import project_root
 
-SESSION_PAGE = 200
 TITLE_CHARS = 120
 SUMMARY_CHARS = 8_000  # of a summary, on the summaries page
 
@@ -61,16 +60,8 @@ class SessionJournal(NamedTuple):
 SESSION_JOURNAL_COLUMNS = ", ".join(SessionJournal._fields)
 
 
-def session(
-    conn: db.Connection,
-    locations: Locations,
-    session_id: str,
-    *,
-    offset: int = 0,
-    limit: int = SESSION_PAGE,
-    max_chars: int = 20_000,
-) -> dict | None:
-    """A session's header and a page of its entries in journal order, each reread and redacted.
+def session_header(conn: db.Connection, session_id: str) -> dict | None:
+    """What a session's page says above its conversation: its name, folder, journals, times and forks.
 
     Returns None when no indexed journal has that session id.
     """
@@ -82,10 +73,6 @@ def session(
     ]
     if not files:
         return None
-    total = sum(f.entry_count for f in files)
-    rows = select_entries(
-        conn, "f.session_id = ? ORDER BY f.started, f.id, e.line LIMIT ? OFFSET ?", (session_id, limit, offset)
-    )
     first = files[0]
     children = conn.execute(
         "SELECT session_id, name, started FROM files WHERE parent_session = ? ORDER BY started",
@@ -99,12 +86,9 @@ def session(
         "last_timestamp": max((f.last_timestamp or "" for f in files), default="") or None,
         "journals": [f.path for f in files],
         "bytes": sum(f.size or 0 for f in files),
+        "entries": sum(f.entry_count for f in files),
         "parent_session": first.parent_session,
         "children": [{"session_id": sid, "name": name, "started": started} for sid, name, started in children],
-        "total": total,
-        "offset": offset,
-        "next_offset": offset + limit if offset + limit < total else None,
-        "entries": [_shown(conn, locations, r, max_chars) for r in rows],
     }
 
 

@@ -303,6 +303,178 @@ def _json_text(value) -> str:
             raise Malformed(f"arguments too deep to write as text: {e}") from None
 
 
+# ---- a line's structure, for the session page (the text spans are the indexed text's) -------------
+
+
+@dataclass(slots=True)
+class Span:
+    """Characters start to end of an entry's text: where a piece of it is, to redact it as part of the whole."""
+
+    start: int
+    end: int
+
+
+@dataclass(slots=True)
+class ToolCallShape:
+    """A tool call in an assistant message: its id, and the spans of its name and of each argument's key and value."""
+
+    call_id: str | None
+    name: Span
+    arguments: list[tuple[Span, Span]]
+
+
+@dataclass(slots=True)
+class Block:
+    """One content block of a message: `text`, `thinking`, `redacted_thinking`, `image` or `tool_call`."""
+
+    kind: str
+    span: Span
+    call: ToolCallShape | None = None
+
+
+@dataclass(slots=True)
+class Shape:
+    """What an entry line says beyond its text, for a page: its text (as indexed) cut into blocks,
+    a tool result's call id and error flag, a bash run's command, output and exit, an assistant's
+    model and stop reason."""
+
+    text: str
+    blocks: list[Block]
+    model: str | None = None
+    stop_reason: str | None = None
+    error_message: str | None = None
+    call_id: str | None = None
+    is_error: bool = False
+    exit_code: int | None = None
+    cancelled: bool = False
+    truncated: bool = False
+
+
+def shape(obj: dict, entry: Entry) -> Shape:
+    """The structure of an entry's line (`obj`, already read as `entry`); the blocks' spans index
+    `entry.text`, which this rebuilds for assistant messages and bash runs the way the indexer does."""
+    message = obj.get("message") if obj.get("type") == "message" else None
+    whole = [Block("text", Span(0, len(entry.text)))] if entry.text else []
+    if type(message) is not dict:
+        return Shape(entry.text, whole)
+    if entry.kind == "assistant":
+        text, blocks = _assistant_blocks(message.get("content"))
+        return Shape(
+            text,
+            blocks,
+            model=_str_or_none(message.get("model")),
+            stop_reason=_str_or_none(message.get("stopReason")),
+            error_message=_str_or_none(message.get("errorMessage")),
+        )
+    if entry.kind == "tool_result":
+        call_id = _str_or_none(message.get("toolCallId"))
+        return Shape(entry.text, whole, call_id=call_id, is_error=_flag(message.get("isError")))
+    if entry.kind == "bash":
+        command = _str(message.get("command"))
+        blocks = [Block("command", Span(2, 2 + len(command)))]
+        if len(entry.text) > len(command) + 2:
+            blocks.append(Block("output", Span(len(command) + 3, len(entry.text))))
+        code = message.get("exitCode")
+        return Shape(
+            entry.text,
+            blocks,
+            exit_code=code if type(code) is int else None,
+            cancelled=_flag(message.get("cancelled")),
+            truncated=_flag(message.get("truncated")),
+        )
+    return Shape(entry.text, whole)
+
+
+def _assistant_blocks(content) -> tuple[str, list[Block]]:
+    """An assistant message's text as blocks_text writes it, with each block's span in it."""
+    if type(content) is str:
+        return content, [Block("text", Span(0, len(content)))] if content else []
+    parts: list[str] = []
+    blocks: list[Block] = []
+    for block in content if type(content) is list else ():
+        if type(block) is not dict:
+            continue
+        btype = block.get("type")
+        at = sum(len(p) for p in parts) + len(parts)  # where a piece appended now starts
+        if btype == "text":
+            piece, kind, call = _str(block.get("text")), "text", None
+        elif btype == "thinking" and _flag(block.get("redacted")):
+            piece, kind, call = "", "redacted_thinking", None
+        elif btype == "thinking":
+            piece, kind, call = _str(block.get("thinking")), "thinking", None
+        elif btype == "image":
+            piece, kind, call = IMAGE_MARKER, "image", None
+        elif btype == "toolCall":
+            piece = tool_call_text(_str(block.get("name")), block.get("arguments"))
+            kind, call = "tool_call", _call_shape(block, at)
+        else:
+            continue
+        if piece:
+            parts.append(piece)
+        if piece or kind == "redacted_thinking":
+            blocks.append(Block(kind, Span(at, at + len(piece)), call))
+    return "\n".join(parts), blocks
+
+
+def _call_shape(block: dict, at: int) -> ToolCallShape:
+    """Where a tool call's name and each argument's key and value sit in its text, which starts at
+    `at` (tool_call_text: the name, then a `key: value` line per argument)."""
+    name = _str(block.get("name"))
+    arguments = block.get("arguments")
+    pos = at + len(name)
+    spans: list[tuple[Span, Span]] = []
+    if isinstance(arguments, dict):
+        for key, value in arguments.items():
+            shown = value if isinstance(value, str) else _json_text(value)
+            key_end = pos + 1 + len(key)
+            spans.append((Span(pos + 1, key_end), Span(key_end + 2, key_end + 2 + len(shown))))
+            pos = key_end + 2 + len(shown)
+    elif arguments is not None:
+        shown = arguments if isinstance(arguments, str) else _json_text(arguments)
+        spans.append((Span(pos + 1, pos + 1), Span(pos + 1, pos + 1 + len(shown))))
+    return ToolCallShape(_str_or_none(block.get("id")), Span(at, at + len(name)), spans)
+
+
+@dataclass(slots=True)
+class Node:
+    """A line of the session tree that is not an index entry (a setting, a label, extension state, a
+    forgotten entry): its id and parent, and what the settings and labels a page shows say
+    (`value`: the model, the thinking level, the label or the session name; `target_id`: a label's entry)."""
+
+    type: str
+    id: str | None
+    parent_id: str | None
+    timestamp: str | None
+    value: str | None = None
+    target_id: str | None = None
+
+
+def node(obj: dict) -> Node | None:
+    """The tree node a parsed line that is not an entry stands for; None for a header or a line without a type."""
+    kind = obj.get("type")
+    if type(kind) is not str or kind == "session":
+        return None
+    value, target = None, None
+    if kind == "model_change":
+        provider, model = _text_or_none(obj.get("provider")), _text_or_none(obj.get("modelId"))
+        value = f"{provider}/{model}" if provider and model else model or provider
+    elif kind == "thinking_level_change":
+        value = _text_or_none(obj.get("thinkingLevel"))
+    elif kind == "label":
+        value, target = _text_or_none(obj.get("label")), _text_or_none(obj.get("targetId"))
+    elif kind == "session_info":
+        value = _text_or_none(obj.get("name"))
+    ts = obj.get("timestamp")
+    return Node(
+        kind, _text_or_none(obj.get("id")), _text_or_none(obj.get("parentId")), normalize_timestamp(ts), value, target
+    )
+
+
+def _text_or_none(value) -> str | None:
+    """A field shown if it is text: None when absent, empty or of another type (never malformed: only shown)."""
+    return value if type(value) is str and value else None
+
+
 def _entry_id(obj: dict, lineno: int) -> str:
     value = obj.get("id")
     if type(value) is str and value:

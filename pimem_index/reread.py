@@ -1,6 +1,8 @@
 """The trusted read path: an entry's text reread from its journal line, checked, and redacted.
 
-Every text any reply or page shows comes through `reread`: it opens only journals inside
+Every text any reply or page shows comes through `reread` (or `reread_shape`, the same
+line with its structure, for the session page; `nodes_between` reads the settings and labels
+between entries): it opens only journals inside
 the journal folders, and the line must carry the entry's id and stored fingerprint, or the
 text is unavailable (and the journal queued for reindexing), never another entry's. What is
 shown of it is redacted here too (`excerpt`, `redacted_head`). An entry comes as an EntryRow
@@ -10,7 +12,7 @@ shown of it is redacted here too (`excerpt`, `redacted_head`). An entry comes as
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -80,6 +82,19 @@ def reread(conn: db.Connection, row: EntryRow, locations: Locations) -> str | No
     and the stored fingerprint; otherwise the journal is queued for reindexing and the text
     is unavailable, never another entry's.
     """
+    checked = _checked_line(conn, row, locations)
+    return checked[1].text if checked else None
+
+
+def reread_shape(conn: db.Connection, row: EntryRow, locations: Locations) -> journal.Shape | None:
+    """The entry's line read as `reread` reads it, with its structure (blocks, tool call ids, exit
+    status: journal.shape); unredacted, None when the line is not the entry."""
+    checked = _checked_line(conn, row, locations)
+    return journal.shape(*checked) if checked else None
+
+
+def _checked_line(conn: db.Connection, row: EntryRow, locations: Locations) -> tuple[dict, journal.Entry] | None:
+    """The entry's journal line (parsed, and read as an entry) when it is the one the row points to."""
     if not locations.contains(Path(row.path)):
         return None
     try:
@@ -88,16 +103,17 @@ def reread(conn: db.Connection, row: EntryRow, locations: Locations) -> str | No
             data = fh.read(row.length)
     except OSError:
         return None
-    item = None
+    obj = item = None
     if len(data) == row.length and journal.fingerprint(data) == row.fingerprint:
         try:
-            item = journal.parse_line(data, row.line)
+            obj = journal.loads(data)
+            item = journal.interpret(obj, row.line)
         except journal.Malformed:
             item = None
-    if not isinstance(item, journal.Entry) or item.id != row.id:
+    if obj is None or not isinstance(item, journal.Entry) or item.id != row.id:
         _queue_reindex(conn, row.file_id)
         return None
-    return item.text
+    return obj, item
 
 
 def unavailable_reason(row: EntryRow, locations: Locations) -> str:
@@ -165,3 +181,68 @@ def _first_term(text: str, terms: list[str]) -> int:
     """Where the first whole word the terms match (any form: wordforms.matches) starts, else 0."""
     m = next(wordforms.matches(text, terms), None)
     return m.start() if m else 0
+
+
+# A line between entries longer than this is skipped unread (settings and labels are short lines).
+GAP_LINE_BYTES = 1 << 20
+
+
+class JournalHead(NamedTuple):
+    """A journal as the index knows it, to read the lines between its entries: its path, its indexed
+    bytes (the cursor) and its first line's length and fingerprint."""
+
+    path: str
+    cursor: int
+    head_length: int | None
+    head_fingerprint: int | None
+
+
+JOURNAL_HEAD_COLUMNS = ", ".join(JournalHead._fields)
+
+
+def nodes_between(
+    locations: Locations, jf: JournalHead, gaps: list[tuple[int, int, int]]
+) -> Iterator[tuple[int, journal.Node]]:
+    """(key, node) for each line that is not an entry (a setting, a label, extension state) in each
+    (key, start, end) byte range of a journal, unredacted. Nothing outside the journal folders or past
+    the indexed bytes is read, and nothing at all once the journal's first line is not the indexed one."""
+    if not locations.contains(Path(jf.path)):
+        return
+    try:
+        with open(jf.path, "rb") as fh:
+            if jf.head_length is not None and journal.fingerprint(fh.read(jf.head_length)) != jf.head_fingerprint:
+                return
+            for key, start, end in gaps:
+                for line in _lines(fh, start, min(end, jf.cursor)):
+                    node = _node(line)
+                    if node is not None:
+                        yield key, node
+    except OSError:
+        return
+
+
+def _lines(fh, start: int, end: int):
+    """The complete lines from byte `start` to `end`, skipping any longer than GAP_LINE_BYTES."""
+    fh.seek(start)
+    pos = start
+    while pos < end:
+        line = fh.readline(min(GAP_LINE_BYTES + 1, end - pos))
+        if not line:
+            return
+        pos += len(line)
+        if line.endswith(b"\n"):
+            yield line[:-1]
+            continue
+        while pos < end and not line.endswith(b"\n"):  # too long, or cut at `end`: skip to its end
+            line = fh.readline(min(GAP_LINE_BYTES, end - pos))
+            if not line:
+                return
+            pos += len(line)
+
+
+def _node(line: bytes) -> journal.Node | None:
+    """The tree node a line stands for; None for a blank, unreadable or header line."""
+    try:
+        return journal.node(journal.loads(line)) if line.strip() else None
+    except journal.Malformed:
+        return None

@@ -116,7 +116,7 @@ class Journal:
         thinking: str | None = None,
         signature: str | None = None,
         redacted_thinking: str | None = None,
-        tool_calls: list[tuple[str, dict]] = (),
+        tool_calls: list[tuple] = (),
         stop: str | None = None,
     ) -> str:
         content: list[dict] = []
@@ -136,10 +136,9 @@ class Journal:
             )
         if text is not None:
             content.append({"type": "text", "text": text})
-        for name, args in tool_calls:
-            content.append(
-                {"type": "toolCall", "id": "toolu_" + uuid.uuid4().hex[:20], "name": name, "arguments": args}
-            )
+        for name, args, *call_id in tool_calls:  # (name, arguments) or (name, arguments, call id)
+            call = call_id[0] if call_id else "toolu_" + uuid.uuid4().hex[:20]
+            content.append({"type": "toolCall", "id": call, "name": name, "arguments": args})
         return self.message(
             {
                 "role": "assistant",
@@ -159,7 +158,9 @@ class Journal:
             }
         )
 
-    def tool_result(self, tool: str, text: str, *, images: int = 0, is_error: bool = False) -> str:
+    def tool_result(
+        self, tool: str, text: str, *, images: int = 0, is_error: bool = False, call_id: str | None = None
+    ) -> str:
         content = [{"type": "text", "text": text}]
         content += [
             {"type": "image", "data": "iVBORw0KGgo" + "QkJC" * 200, "mimeType": "image/png"} for _ in range(images)
@@ -167,7 +168,7 @@ class Journal:
         return self.message(
             {
                 "role": "toolResult",
-                "toolCallId": "toolu_" + uuid.uuid4().hex[:20],
+                "toolCallId": call_id or "toolu_" + uuid.uuid4().hex[:20],
                 "toolName": tool,
                 "content": content,
                 "isError": is_error,
@@ -224,6 +225,10 @@ class Journal:
 
     def session_info(self, name: str) -> str:
         return self.entry({"type": "session_info", "name": name})
+
+    def branch_from(self, entry_id: str) -> None:
+        """Continue from an older entry, as Pi's /tree does: the next line's parent is `entry_id`."""
+        self.last_id = entry_id
 
     def set_mtime(self, when: datetime) -> None:
         ts = when.timestamp()

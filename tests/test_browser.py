@@ -44,13 +44,19 @@ def browser():
             b.close()
 
 
-@pytest.fixture
-def served(agent_dir, home, tmp_path):
+def server_env(agent_dir) -> dict:
+    """The environment `pimem serve` runs in for these tests: this agent folder, nothing inherited."""
     env = dict(os.environ)
     for key in ("PIMEM_DB", "PIMEM_SESSIONS_DIRS", "DATASETTE_SECRET"):
         env.pop(key, None)
     env["PI_CODING_AGENT_DIR"] = str(agent_dir)
     env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+@pytest.fixture
+def served(agent_dir, home, tmp_path):
+    env = server_env(agent_dir)
     cwd = str(home / "Apps/prjct")
     j = Journal(agent_dir / "sessions", cwd)
     j.session_info("Fix the heron deploy")
@@ -135,11 +141,7 @@ LONG_PROJECT = "Apps/prjct/frontendmonorepowithalongname/packages/designsystemco
 @pytest.fixture
 def served_layout(agent_dir, home, tmp_path):
     """`pimem serve` over a project with a long sub-folder and a compaction summary written in markdown."""
-    env = dict(os.environ)
-    for key in ("PIMEM_DB", "PIMEM_SESSIONS_DIRS", "DATASETTE_SECRET"):
-        env.pop(key, None)
-    env["PI_CODING_AGENT_DIR"] = str(agent_dir)
-    env["PYTHONUNBUFFERED"] = "1"
+    env = server_env(agent_dir)
     Journal(agent_dir / "sessions", str(home / "Apps/prjct")).user("the root of the project")
     deep = Journal(agent_dir / "sessions", str(home / LONG_PROJECT))
     deep.session_info("Design system work")
@@ -150,6 +152,65 @@ def served_layout(agent_dir, home, tmp_path):
     wait_indexed(server, pimem(env, "token").strip())
     try:
         yield server, link
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def served_conversation(agent_dir, home):
+    """`pimem serve` over one session with thinking, an edit, a failed test run, a write, a label,
+    a model change, a failed bash run and a fork."""
+    env = server_env(agent_dir)
+    j = Journal(agent_dir / "sessions", str(home / "Apps/prjct"))
+    j.session_info("Move the login token out of the code")
+    user = j.user("The login token is hardcoded in src/auth.py. Move it to the environment and run the tests.")
+    j.thinking_level_change("high")
+    j.assistant(
+        "I'll move the token to an environment variable, then run the auth tests.",
+        thinking="The token sits in src/auth.py as a literal. Read it from TOKEN instead; tests need it set.",
+        tool_calls=[
+            (
+                "edit",
+                {
+                    "path": "src/auth.py",
+                    "oldText": "import os\n\nTOKEN = 'ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8'\nTIMEOUT = 30",
+                    "newText": "import os\n\nTOKEN = os.environ['TOKEN']\nTIMEOUT = 30",
+                },
+                "call-edit",
+            ),
+            ("bash", {"command": "pytest -q tests/test_auth.py"}, "call-test"),
+        ],
+    )
+    j.tool_result("edit", "Successfully replaced text in src/auth.py.", call_id="call-edit")
+    j.tool_result(
+        "bash",
+        "F.\nFAILED tests/test_auth.py::test_login - KeyError: 'TOKEN'\n1 failed, 1 passed in 0.12s",
+        call_id="call-test",
+        is_error=True,
+    )
+    j.label(user, "token refactor")
+    j.model_change("gpt-5")
+    j.assistant(
+        "The tests need TOKEN set; adding it to conftest.py.",
+        tool_calls=[
+            (
+                "write",
+                {"path": "tests/conftest.py", "content": "import os\n\nos.environ.setdefault('TOKEN', 'test-token')\n"},
+                "call-write",
+            )
+        ],
+    )
+    j.tool_result("write", "Successfully wrote 58 bytes to tests/conftest.py", call_id="call-write")
+    j.bash("make lint", "src/auth.py:3:1: F401 'sys' imported but unused\nmake: *** [lint] Error 1", exit_code=2)
+    j.assistant("Tests pass now; lint reports one unused import.")
+    j.branch_from(user)
+    j.assistant("Alternatively, read the token from a file outside the repository.")
+    j.user("No, keep the environment variable.")
+    server = Server(env)
+    link = server.wait_ready()
+    wait_indexed(server, pimem(env, "token").strip())
+    try:
+        yield server, link, j
     finally:
         server.stop()
 
@@ -210,4 +271,46 @@ def test_the_summaries_page_renders_a_summarys_markdown_without_its_html(browser
     assert summary.locator("li").count() == 2
     assert "<b>bold tag</b>" in summary.inner_text() and summary.locator("b").count() == 0
     page.screenshot(path=str(ARTIFACTS / "pi-memory-summaries.png"), full_page=True)
+
+
+def test_a_session_reads_as_a_conversation_at_laptop_and_phone_widths(browser, served_conversation):
+    server, link, journal = served_conversation
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(link)
+    url = f"{server.url}/-/pi-memory/sessions/{journal.session_id}"
+    page.goto(url)
+    assert page.locator(".pi-memory-call").count() == 3
+    assert page.locator(".pi-memory-call.failed").count() == 1
+    assert page.locator(".op-del").first.inner_text().startswith("- TOKEN = 'ghp_[REDACTED]'")
+    assert "a1B2c3D4" not in page.content()
+    thinking = page.locator("details.pi-memory-thinking")
+    assert not thinking.first.evaluate("d => d.open")
+    thinking.locator("summary").first.click()
+    assert thinking.first.evaluate("d => d.open")
+    assert page.locator(".pi-memory-mark.fork li").count() == 2
+    assert page.locator(".pi-memory-mark.jump").count() == 1
+    page.screenshot(path=str(ARTIFACTS / "pi-memory-conversation-1280.png"), full_page=True)
+
+    page.set_viewport_size({"width": 400, "height": 860})
+    page.reload()
+    assert page.locator(".pi-memory-call").count() == 3
+    assert page.evaluate("document.documentElement.scrollWidth") <= 400  # nothing wider than the phone
+    page.screenshot(path=str(ARTIFACTS / "pi-memory-conversation-400.png"), full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+    # a link to an entry lands on it
+    last = journal.last_id
+    page.goto(f"{url}?entry={last}")
+    page.wait_for_function("window.scrollY > 0")
+    assert page.locator(f"#entry-{last}").is_visible()
+    assert page.evaluate(f"document.getElementById('entry-{last}').getBoundingClientRect().top") < 900
+    page.goto(url)
+
+    # following the other branch shows only its path
+    page.locator(".pi-memory-mark.fork li").nth(1).locator("a", has_text="follow this branch").click()
+    page.wait_for_url("**leaf=**")
+    assert page.locator(".pi-memory-view").is_visible()
+    assert page.locator(".pi-memory-entry").count() == 3 and page.locator(".pi-memory-call").count() == 0
+    page.screenshot(path=str(ARTIFACTS / "pi-memory-conversation-branch.png"), full_page=True)
     page.close()

@@ -258,10 +258,11 @@ async def test_the_pages_give_the_reason_of_an_unavailable_entry(locations, outs
 
 
 def test_an_entry_whose_journal_changed_says_it_is_queued_for_reindexing(conn, locations, world):
-    from pimem_index import browse
+    from pimem_index import conversation
 
     world["a"].path.write_bytes(world["a"].path.read_bytes().replace(b"heron", b"egret"))
-    shown = browse.session(conn, locations, world["a"].session_id)["entries"]
+    page = conversation.page(conn, locations, world["a"].session_id)
+    shown = [item["entry"] for item in page["items"] if item["type"] == "entry"]
     assert shown[0]["text"] == "[journal line unavailable: the journal line changed since it was indexed; " + (
         "the journal is queued for reindexing]"
     )

@@ -464,7 +464,7 @@ async def test_search_page_highlights_and_escapes(ds, world):
     assert "<mark>heron</mark>" in res.text and "<mark>markup</mark>" in res.text
     assert "&lt;script&gt;alert" in res.text and "<script>alert" not in res.text
     assert f"/-/pi-memory/read?id={world['ids']['script']}" in res.text
-    assert f"/-/pi-memory/sessions/{world['a'].session_id}#entry-{world['ids']['script']}" in res.text
+    assert f"/-/pi-memory/sessions/{world['a'].session_id}?entry={world['ids']['script']}" in res.text
 
 
 @pytest.mark.asyncio
