@@ -13,7 +13,7 @@ from datasette.permissions import Action, PermissionSQL
 
 from pimem_index import query
 
-from . import access, background, render, views
+from . import access, background, catalog, render, tokens, views
 from .state import ACTION, ACTION_ABBR, AGENT_ID, discard_state, settings_for, state
 
 
@@ -68,6 +68,12 @@ def prepare_connection(conn, database, datasette):
         conn.create_function("escape_fts", 1, query.match_expression)
 
 
+@hookimpl(tryfirst=True)
+def register_token_handler(datasette):
+    """`pimem token`'s tokens work wherever the index is served, whatever secret Datasette has."""
+    return tokens.IndexSecretTokens()
+
+
 @hookimpl
 def register_routes(datasette):
     return views.ROUTES
@@ -92,6 +98,8 @@ def render_cell(row, value, column, table, pks, database, datasette, request, co
 def startup(datasette):
     async def inner():
         memory = state(datasette)
+        if memory.settings.serves_index:
+            await catalog.apply(datasette, memory.settings.database)
         if memory.settings.background_index:
             background.start(datasette, memory)
 

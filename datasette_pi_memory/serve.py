@@ -9,7 +9,6 @@ metadata.yaml, and a configuration that keeps anonymous visitors out.
 from __future__ import annotations
 
 import asyncio
-import copy
 import errno
 import json
 import os
@@ -24,11 +23,10 @@ from pimem_index.cli import open_index
 from pimem_index.errors import UserError
 from pimem_index.locations import Locations
 
+from .catalog import instance_metadata
 from .state import ACTION, AGENT_ID, PLUGIN
 
-METADATA = Path(__file__).with_name("metadata.yaml")
 SECRET_FILE = "secret"
-METADATA_DATABASE = "history"
 
 
 def ensure_secret(locations: Locations) -> str:
@@ -87,17 +85,11 @@ def make_token(locations: Locations) -> str:
 
 
 def metadata_and_config(locations: Locations, database: str, background_index: bool) -> tuple[dict, dict]:
-    """metadata.yaml for this database name, and the configuration pimem serve runs with."""
-    from datasette.utils import parse_metadata
+    """The instance metadata (title, description) and the configuration pimem serve runs with.
 
-    metadata = parse_metadata(METADATA.read_text()) if METADATA.exists() else {}
-    metadata = copy.deepcopy(metadata)
-    databases = metadata.get("databases") or {}
-    if METADATA_DATABASE in databases and database != METADATA_DATABASE:
-        databases[database] = databases.pop(METADATA_DATABASE)
-    db_meta = databases.get(database) or {}
-    # Stored (canned) queries are configuration in Datasette 1.0; metadata keeps the words.
-    queries = db_meta.pop("queries", None)
+    The index's own descriptions, table settings and canned queries come from the plugin's
+    startup hook (catalog.py), as under any Datasette that serves the index.
+    """
     config: dict = {
         # Only authenticated actors (root via the login link, the agent's token) see the
         # instance: anonymous visitors get no index metadata and no SQL.
@@ -112,9 +104,7 @@ def metadata_and_config(locations: Locations, database: str, background_index: b
             }
         },
     }
-    if queries:
-        config["databases"] = {database: {"queries": queries}}
-    return metadata, config
+    return instance_metadata(), config
 
 
 def serve(locations: Locations, host: str = "127.0.0.1", port: int = 8001, background_index: bool = True) -> None:
