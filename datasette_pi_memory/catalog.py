@@ -12,8 +12,10 @@ from pathlib import Path
 
 METADATA = Path(__file__).with_name("metadata.yaml")
 METADATA_DATABASE = "history"  # the key metadata.yaml describes the index under
-TABLE_CONFIG_KEYS = ("hidden", "sort", "sort_desc", "size", "sortable_columns", "label_column", "facets")
-TABLE_CONFIG_KEYS += ("fts_table", "fts_pk", "searchmode")
+TABLE_CONFIG_KEYS = (
+    *("hidden", "sort", "sort_desc", "size", "sortable_columns"),
+    *("label_column", "facets", "fts_table", "fts_pk", "searchmode"),
+)
 QUERY_OPTIONS = ("title", "description", "description_html", "hide_sql", "fragment", "parameters")
 
 
