@@ -1,4 +1,4 @@
-"""The `pimem` commands that need Datasette: `serve`, `token` and `pi install`/`pi uninstall`.
+"""The `pimem` commands that need Datasette: `serve` (with `status`, `stop`), `token`, `login` and `pi`.
 
 pimem_index's click group loads them through the `pimem_index.commands` entry point
 (`register`), so the library names neither Datasette nor this plugin.
@@ -9,36 +9,122 @@ from __future__ import annotations
 import click
 
 from pimem_index import pi_tool
-from pimem_index.cli import common
+from pimem_index.cli import common, emit_json
 from pimem_index.errors import UserError
 from pimem_index.locations import Locations
 
+from . import daemon
+from .login import mint_for
 from .serve import make_token
 from .serve import serve as run_server
 
 
 def register(cli: click.Group) -> None:
     """Add this plugin's commands to the `pimem` group (the `pimem_index.commands` entry point)."""
-    for command in (serve, token, pi):
+    for command in (serve, token, login, pi):
         cli.add_command(command)
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @common
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default)")
 @click.option("--port", default=8001, show_default=True, type=click.IntRange(1, 65535), help="Port to bind")
 @click.option("--no-index", is_flag=True, help="Serve without indexing in the background")
-def serve(locations: Locations, host, port, no_index):
+@click.option(
+    "--background", is_flag=True, help="Start detached, return once it answers (log in <agent folder>/pi-memory)"
+)
+@click.pass_context
+def serve(ctx, locations: Locations, host, port, no_index, background):
     """Run Datasette with the pi-memory plugin on the index, indexing in the background.
 
     Prints a login link for the reviewer (root). Journal text needs that login or an API
-    token (pimem token); anonymous visitors see nothing.
+    token (pimem token); anonymous visitors see nothing. With --background it runs detached
+    until `pimem serve stop`; `pimem serve status` tells whether it runs.
+
+    \b
+    Examples:
+        pimem serve --port 8001
+        pimem serve --background
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if background:
+        _start_background(locations, host, port, not no_index)
+        return
+    run_server(locations, host=host, port=port, background_index=not no_index)
+
+
+def _start_background(locations: Locations, host: str, port: int, background_index: bool) -> None:
+    """Start the background server, or say the one running; either way its URL."""
+    record = daemon.start_background(locations, host, port, background_index)
+    if record["already"]:
+        click.echo(
+            f"pimem serve is already running at {record['url']} (pid {record['pid']}); stop it: pimem serve stop"
+        )
+        return
+    click.echo(f"pimem serve is running at {record['url']}/-/pi-memory (pid {record['pid']})")
+    click.echo(f"Log: {daemon.log_path(locations)}")
+    click.echo("Log in as root: pimem login   Stop it: pimem serve stop")
+
+
+@serve.command(name="status")
+@common
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON")
+def serve_status(locations: Locations, as_json):
+    """Whether the pimem server runs: URL, pid, uptime and indexing progress (exit 1 when it does not).
 
     \b
     Example:
-        pimem serve --port 8001
+        pimem serve status --json
     """
-    run_server(locations, host=host, port=port, background_index=not no_index)
+    data = daemon.status(locations, make_token)
+    if as_json:
+        emit_json(data)
+    elif not data["running"]:
+        click.echo("pimem serve is not running; start it: pimem serve --background")
+    else:
+        click.echo(daemon.describe(data))
+    if not data["running"]:
+        raise SystemExit(1)
+
+
+@serve.command(name="stop")
+@common
+def serve_stop(locations: Locations):
+    """Stop the running pimem server and its indexer; returns once the port is free.
+
+    \b
+    Example:
+        pimem serve stop
+    """
+    record = daemon.stop(locations)
+    if record is None:
+        click.echo("pimem serve is not running.")
+        return
+    click.echo(f"Stopped pimem serve at {record['url']} (pid {record['pid']}).")
+
+
+@click.command()
+@common
+@click.option("--url", default=None, help="The server's address when no running pimem serve is recorded")
+def login(locations: Locations, url):
+    """Print a fresh login link (root, valid once for a few minutes) to the running server's Pi memory page.
+
+    \b
+    Example:
+        pimem login
+    """
+    if url is None:
+        record = daemon.running_server(locations)
+        if record is None:
+            raise UserError(
+                "pimem serve is not running; start it (pimem serve --background) or name the server "
+                "(e.g. pimem login --url http://127.0.0.1:8001)"
+            )
+        url = record["url"]
+    elif not url.startswith(("http://", "https://")):
+        raise UserError(f"--url must be an http(s) address (e.g. --url http://127.0.0.1:8001), not {url!r}")
+    click.echo(mint_for(locations, url))
 
 
 @click.command()

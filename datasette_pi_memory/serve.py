@@ -23,7 +23,9 @@ from pimem_index.cli import open_index
 from pimem_index.errors import UserError
 from pimem_index.locations import Locations
 
+from . import login
 from .catalog import instance_metadata
+from .daemon import record_server, url_host
 from .state import ACTION, AGENT_ID, PLUGIN
 
 SECRET_FILE = "secret"
@@ -101,6 +103,7 @@ def metadata_and_config(locations: Locations, database: str, background_index: b
                 "database": database,
                 "sessions_dirs": [str(d) for d in locations.extra_dirs],
                 "background_index": background_index,
+                "root": True,  # root may do everything, as with datasette --root (login.py logs root in)
             }
         },
     }
@@ -116,18 +119,20 @@ def serve(locations: Locations, host: str = "127.0.0.1", port: int = 8001, backg
     secret = ensure_secret(locations)
     database = Path(locations.db_path).stem
     metadata, config = metadata_and_config(locations, database, background_index)
-    base = f"http://{host}:{port}"
+    base = f"http://{url_host(host)}:{port}"
     click.echo(f"Pi memory: {base}/-/pi-memory  (index {locations.db_path})")
     click.echo(f"Journals:  {', '.join(str(d) for d in locations.sessions_dirs)}")
     click.echo("API token for the Pi tool: pimem token  (send it as Authorization: Bearer ...)")
-    click.echo("Log in as root (the reviewer) with this link, valid once:")
+    click.echo(f"Log in as root (the reviewer) with this link, valid once for {login.TTL_SECONDS // 60} minutes")
+    click.echo("(another at any time: pimem login):")
+    click.echo(login.mint(secret, base))
+    record_server(locations, host, port)
     args = [
         str(locations.db_path),
         "--host",
         host,
         "--port",
         str(port),
-        "--root",
         "--secret",
         secret,
         "-c",
