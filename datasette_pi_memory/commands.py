@@ -6,10 +6,12 @@ pimem_index's click group loads them through the `pimem_index.commands` entry po
 
 from __future__ import annotations
 
+import urllib.parse
+
 import click
 
 from pimem_index import pi_tool
-from pimem_index.cli import common, emit_json
+from pimem_index.cli import common, emit_json, location_args
 from pimem_index.errors import UserError
 from pimem_index.locations import Locations
 
@@ -147,11 +149,15 @@ def pi():
 @pi.command(name="install")
 @common
 @click.option("--url", default="http://127.0.0.1:8001", show_default=True, help="Where pimem serve answers")
-def pi_install(locations: Locations, url):
-    """Put the memory_context extension into Pi's extensions folder, with a token to reach pimem serve.
+@click.option("--no-start", is_flag=True, help="Do not start the background server now")
+def pi_install(locations: Locations, url, no_start):
+    """Put the memory_context extension into Pi's extensions folder, with a token to reach pimem serve,
+    and start the server in the background (a local --url only).
 
-    The URL and token go to <agent folder>/pi-memory/pi-tool.json (mode 0600), which the
-    extension reads. Run it again after changing the port; it replaces both files.
+    The URL, the token and how to start the server (this pimem's absolute path with
+    `serve --background` and its port) go to <agent folder>/pi-memory/pi-tool.json (mode 0600),
+    which the extension reads; it starts the server itself when it cannot reach it. Run it again
+    after changing the port; it replaces both files.
 
     \b
     Example:
@@ -159,10 +165,44 @@ def pi_install(locations: Locations, url):
     """
     if not url.startswith(("http://", "https://")):
         raise UserError(f"--url must be an http(s) address (e.g. --url http://127.0.0.1:8001), not {url!r}")
-    written = pi_tool.install(locations.agent, url.rstrip("/"), make_token(locations))
+    address = local_address(url)
+    start = None if address is None else [*pi_tool.pimem_command(), *background_args(locations, *address)]
+    written = pi_tool.install(locations.agent, url.rstrip("/"), make_token(locations), start)
     for path in written:
         click.echo(f"Wrote {path}")
-    click.echo("Restart Pi to load the memory_context tool; keep `pimem serve` running.")
+    if address is None:
+        click.echo(f"Restart Pi to load the memory_context tool; keep the server at {url} running.")
+        return
+    if not no_start:
+        _start_for_pi(locations, *address)
+    click.echo("Restart Pi to load the memory_context tool; it starts the server itself when it is not running.")
+
+
+def local_address(url: str) -> tuple[str, int] | None:
+    """(host, port) of an http URL on this machine's loopback, which pimem can start a server on; else None."""
+    parts = urllib.parse.urlsplit(url)
+    host = {"localhost": "127.0.0.1"}.get(parts.hostname or "", parts.hostname or "")
+    if parts.scheme != "http" or host not in ("127.0.0.1", "::1"):
+        return None
+    try:
+        return host, parts.port or 80
+    except ValueError:
+        return None
+
+
+def background_args(locations: Locations, host: str, port: int) -> list[str]:
+    """The pimem arguments that start the background server on host:port over these locations."""
+    return ["serve", "--background", "--host", host, "--port", str(port), *location_args(locations)]
+
+
+def _start_for_pi(locations: Locations, host: str, port: int) -> None:
+    """Start the background server now; a failure is reported, not fatal (the tool tries again)."""
+    try:
+        record = daemon.start_background(locations, host, port)
+    except UserError as e:
+        click.echo(f"Could not start the server now ({e}); the tool tries again on its first call.", err=True)
+        return
+    click.echo(f"pimem serve is {'already ' if record['already'] else ''}running at {record['url']}")
 
 
 @pi.command(name="uninstall")

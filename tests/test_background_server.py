@@ -271,3 +271,26 @@ def test_a_login_link_signed_with_another_secret_is_refused(tmp_path):
     with pytest.raises(Forbidden, match="not valid for this server"):
         login.check("the-secret", token, tmp_path / "login-used")
     assert not (tmp_path / "login-used").exists()
+
+
+def test_pi_install_starts_the_background_server_the_tool_is_set_up_for(background, env, agent_dir):
+    port = free_port()
+    try:
+        done = run(env, "pi", "install", "--url", f"http://127.0.0.1:{port}")
+        assert done.returncode == 0, done.stderr
+        assert f"running at http://127.0.0.1:{port}" in done.stdout
+        server = record(agent_dir)
+        assert server is not None and server["port"] == port
+        config = json.loads((agent_dir / "pi-memory" / "pi-tool.json").read_text())
+        assert config["serve_args"][:6] == ["serve", "--background", "--host", "127.0.0.1", "--port", str(port)]
+        status, _ = get(f"http://127.0.0.1:{port}/-/pi-memory/api/status", config["token"])
+        assert status == 200
+    finally:
+        run(env, "serve", "stop")
+
+
+def test_pi_install_for_a_remote_url_starts_nothing(env, agent_dir):
+    done = run(env, "pi", "install", "--url", "https://memory.example.com")
+    assert done.returncode == 0, done.stderr
+    assert record(agent_dir) is None
+    assert "pimem" not in json.loads((agent_dir / "pi-memory" / "pi-tool.json").read_text())
