@@ -16,8 +16,8 @@ from pimem_index.errors import UserError
 from pimem_index.locations import Locations
 
 from . import daemon
-from .login import mint_for
-from .serve import make_token
+from .login import mint
+from .serve import ensure_secret, make_token
 from .serve import serve as run_server
 
 
@@ -126,7 +126,7 @@ def login(locations: Locations, url):
         url = record["url"]
     elif not url.startswith(("http://", "https://")):
         raise UserError(f"--url must be an http(s) address (e.g. --url http://127.0.0.1:8001), not {url!r}")
-    click.echo(mint_for(locations, url))
+    click.echo(mint(ensure_secret(locations), url))
 
 
 @click.command()

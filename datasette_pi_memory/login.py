@@ -17,8 +17,6 @@ from pathlib import Path
 import itsdangerous
 from datasette import Forbidden, Response
 
-from pimem_index.locations import Locations
-
 from .state import state
 from .tokens import index_secret
 
@@ -37,13 +35,6 @@ def mint(secret: str, base_url: str, now: float | None = None) -> str:
         {"a": "root", "n": secrets.token_hex(16), "e": expires}
     )
     return f"{base_url.rstrip('/')}{ROUTE}?token={signed}"
-
-
-def mint_for(locations: Locations, base_url: str) -> str:
-    """A login link signed with this agent folder's server secret (made if missing)."""
-    from .serve import ensure_secret
-
-    return mint(ensure_secret(locations), base_url)
 
 
 def check(secret: str | None, token: str, used_file: Path, now: float | None = None) -> dict:

@@ -84,9 +84,10 @@ def background(env, agent_dir):
 
     yield start
     run(env, "serve", "stop")
-    for pid in started:  # whatever stop could not end
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
+    for pid in started:  # whatever stop could not end: only our server's group, never a reused pid
+        with contextlib.suppress(OSError):
+            if alive(pid) and b"serve" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+                os.killpg(pid, signal.SIGKILL)
 
 
 def test_serve_background_returns_once_it_answers_detached_with_a_private_log(background, agent_dir):
