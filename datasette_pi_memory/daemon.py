@@ -51,21 +51,41 @@ def _write_private(path: Path, text: str) -> None:
 
 
 def record_server(locations: Locations, host: str, port: int) -> bool:
-    """Record this process as the running `pimem serve`, unless a live one is recorded; True if recorded."""
-    if running_server(locations) is not None:
-        return False
-    locations.ensure_memory_dir()
+    """Record this process as the running `pimem serve`, unless a live one is recorded; True if recorded.
+
+    The record appears atomically and only where none is (a hard link), so of two servers starting
+    at once exactly one is recorded.
+    """
+    folder = locations.ensure_memory_dir()
     record = {
         "pid": os.getpid(),
         "pgid": os.getpgrp(),
+        "detached": is_detached(),
         "host": host,
         "port": port,
         "url": f"http://{url_host(host)}:{port}",
         "db": str(locations.db_path),
         "started": time.time(),
     }
-    _write_private(state_path(locations), json.dumps(record) + "\n")
-    return True
+    tmp = folder / f".{STATE_FILE}.{os.getpid()}"
+    _write_private(tmp, json.dumps(record) + "\n")
+    try:
+        for _attempt in range(3):
+            if running_server(locations) is not None:  # a stale record is removed here
+                return False
+            try:
+                os.link(tmp, state_path(locations))
+                return True
+            except FileExistsError:
+                continue
+        return False
+    finally:
+        tmp.unlink()
+
+
+def is_detached() -> bool:
+    """Whether this process leads its own session (started by --background, or by a service manager)."""
+    return os.getsid(0) == os.getpid()
 
 
 def forget_server(locations: Locations, pid: int) -> None:
@@ -196,6 +216,9 @@ def _wait_started(locations: Locations, proc: subprocess.Popen, log: Path) -> di
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if proc.poll() is not None:
+            other = running_server(locations)  # a start at the same moment won the port
+            if other is not None:
+                return {**other, "already": True}
             raise UserError(f"pimem serve --background exited with status {proc.returncode}: {_log_tail(log)}")
         record = running_server(locations)
         if record is not None and record["pid"] == proc.pid and answers(record["url"]):
@@ -225,8 +248,8 @@ def stop(locations: Locations) -> dict | None:
     record = running_server(locations)
     if record is None:
         return None
-    pid, pgid = record["pid"], record.get("pgid")
-    own_group = pgid == pid  # started by --background: the server leads its own process group
+    pid = record["pid"]
+    own_group = record.get("detached") is True and record.get("pgid") == pid  # --background: the group is its own
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     if not _wait(lambda: not _is_pimem_serve(pid), STOP_TIMEOUT):

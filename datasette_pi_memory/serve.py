@@ -25,7 +25,7 @@ from pimem_index.locations import Locations
 
 from . import login
 from .catalog import instance_metadata
-from .daemon import record_server, url_host
+from .daemon import is_detached, record_server, url_host
 from .state import ACTION, AGENT_ID, PLUGIN
 
 SECRET_FILE = "secret"
@@ -120,13 +120,14 @@ def serve(locations: Locations, host: str = "127.0.0.1", port: int = 8001, backg
     database = Path(locations.db_path).stem
     metadata, config = metadata_and_config(locations, database, background_index)
     base = f"http://{url_host(host)}:{port}"
+    if not record_server(locations, host, port) and is_detached():
+        raise UserError(f"another pimem serve is running (see: pimem serve status); not starting one on {base}")
     click.echo(f"Pi memory: {base}/-/pi-memory  (index {locations.db_path})")
     click.echo(f"Journals:  {', '.join(str(d) for d in locations.sessions_dirs)}")
     click.echo("API token for the Pi tool: pimem token  (send it as Authorization: Bearer ...)")
     click.echo(f"Log in as root (the reviewer) with this link, valid once for {login.TTL_SECONDS // 60} minutes")
     click.echo("(another at any time: pimem login):")
     click.echo(login.mint(secret, base))
-    record_server(locations, host, port)
     args = [
         str(locations.db_path),
         "--host",

@@ -118,6 +118,27 @@ def test_a_second_background_start_says_one_runs_and_starts_nothing(background, 
     assert listening_addresses(other_port) == set()
 
 
+def test_two_background_starts_at_once_leave_one_server_and_both_succeed(background, env, agent_dir):
+    ports = [free_port(), free_port()]
+    starts = [
+        subprocess.Popen(
+            [sys.executable, "-m", "pimem_index", "serve", "--background", "--port", str(port)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for port in ports
+    ]
+    outputs = [start.communicate(timeout=120) for start in starts]  # the background fixture stops what runs
+    assert [start.returncode for start in starts] == [0, 0], outputs
+    server = record(agent_dir)
+    assert server is not None and server["port"] in ports
+    listening = [port for port in ports if listening_addresses(port)]
+    assert listening == [server["port"]]
+    assert sum("already running" in out for out, _err in outputs) == 1
+
+
 def test_serve_status_tells_running_with_its_figures_and_not_running_with_exit_1(
     background, env, agent_dir, new_journal
 ):
