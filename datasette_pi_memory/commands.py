@@ -60,8 +60,10 @@ def _start_background(locations: Locations, host: str, port: int, background_ind
     """Start the background server, or say the one running; either way its URL."""
     record = daemon.start_background(locations, host, port, background_index)
     if record["already"]:
+        elsewhere = "" if record.get("port") == port else f" (not on port {port})"
         click.echo(
-            f"pimem serve is already running at {record['url']} (pid {record['pid']}); stop it: pimem serve stop"
+            f"pimem serve is already running at {record['url']}{elsewhere} (pid {record['pid']}); "
+            "stop it: pimem serve stop"
         )
         return
     click.echo(f"pimem serve is running at {record['url']}/-/pi-memory (pid {record['pid']})")
@@ -203,6 +205,11 @@ def _start_for_pi(locations: Locations, host: str, port: int) -> None:
         click.echo(f"Could not start the server now ({e}); the tool tries again on its first call.", err=True)
         return
     click.echo(f"pimem serve is {'already ' if record['already'] else ''}running at {record['url']}")
+    if record.get("port") != port:
+        click.echo(
+            f"The tool is set up for port {port}: stop that server (pimem serve stop) so the tool starts its own.",
+            err=True,
+        )
 
 
 @pi.command(name="uninstall")

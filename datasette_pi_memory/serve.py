@@ -1,9 +1,10 @@
 """`pimem serve` and `pimem token`: Datasette on the index with this plugin, and the agent's token.
 
 `serve` runs Datasette's own `serve` command in this process, so the server behaves
-exactly like `datasette serve` (startup, lifespan, `--root` login link, uvicorn) with the
-arguments pimem decides: the index file (mutable), a persistent secret, the package's
-metadata.yaml, and a configuration that keeps anonymous visitors out.
+exactly like `datasette serve` (startup, lifespan, uvicorn) with the arguments pimem decides:
+the index file (mutable), a persistent secret, metadata.yaml's instance words, and a
+configuration that keeps anonymous visitors out and lets root do everything (root logs in with
+login.py's one-time link, printed here). It records itself for `pimem serve status` (daemon.py).
 """
 
 from __future__ import annotations

@@ -114,6 +114,7 @@ def test_a_second_background_start_says_one_runs_and_starts_nothing(background, 
     second, other_port = background(port=free_port())
     assert second.returncode == 0, second.stderr
     assert "already running" in second.stdout and f"127.0.0.1:{port}" in second.stdout
+    assert f"(not on port {other_port})" in second.stdout
     assert record(agent_dir)["pid"] == pid
     assert listening_addresses(other_port) == set()
 
