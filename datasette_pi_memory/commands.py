@@ -15,7 +15,7 @@ from pimem_index.cli import common, emit_json, location_args
 from pimem_index.errors import UserError
 from pimem_index.locations import Locations
 
-from . import daemon
+from . import daemon, service
 from .login import mint
 from .serve import ensure_secret, make_token
 from .serve import serve as run_server
@@ -35,13 +35,16 @@ def register(cli: click.Group) -> None:
 @click.option(
     "--background", is_flag=True, help="Start detached, return once it answers (log in <agent folder>/pi-memory)"
 )
+@click.option("--install", is_flag=True, help="Run it from login on: write and enable a systemd user unit (Linux)")
+@click.option("--uninstall", is_flag=True, help="Disable and remove that unit")
 @click.pass_context
-def serve(ctx, locations: Locations, host, port, no_index, background):
+def serve(ctx, locations: Locations, host, port, no_index, background, install, uninstall):
     """Run Datasette with the pi-memory plugin on the index, indexing in the background.
 
     Prints a login link for the reviewer (root). Journal text needs that login or an API
     token (pimem token); anonymous visitors see nothing. With --background it runs detached
-    until `pimem serve stop`; `pimem serve status` tells whether it runs.
+    until `pimem serve stop`; `pimem serve status` tells whether it runs. --install makes
+    systemd start it at login.
 
     \b
     Examples:
@@ -49,6 +52,16 @@ def serve(ctx, locations: Locations, host, port, no_index, background):
         pimem serve --background
     """
     if ctx.invoked_subcommand is not None:
+        return
+    if install and uninstall:
+        raise UserError("--install and --uninstall exclude each other (e.g. pimem serve --install --port 8001)")
+    if install or uninstall:
+        lines = (
+            service.install(locations, host, port, not no_index, lambda: daemon.stop(locations))
+            if install
+            else service.uninstall()
+        )
+        click.echo("\n".join(lines))
         return
     if background:
         _start_background(locations, host, port, not no_index)

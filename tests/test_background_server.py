@@ -317,3 +317,41 @@ def test_pi_install_for_a_remote_url_starts_nothing(env, agent_dir):
     assert done.returncode == 0, done.stderr
     assert record(agent_dir) is None
     assert "pimem" not in json.loads((agent_dir / "pi-memory" / "pi-tool.json").read_text())
+
+
+@pytest.fixture
+def without_systemctl(env, tmp_path) -> dict:
+    """The environment with a PATH that holds no systemctl, and a private XDG_CONFIG_HOME."""
+    bare = tmp_path / "bare-bin"
+    bare.mkdir()
+    return {**env, "PATH": str(bare), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+
+
+def test_serve_install_writes_a_user_unit_running_this_pimem_and_uninstall_removes_it(
+    without_systemctl, agent_dir, tmp_path
+):
+    port = free_port()
+    db = tmp_path / "index" / "history.sqlite"
+    done = run(without_systemctl, "serve", "--install", "--port", str(port), "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    unit = tmp_path / "config" / "systemd" / "user" / "pimem.service"
+    text = unit.read_text()
+    [exec_start] = [line for line in text.splitlines() if line.startswith("ExecStart=")]
+    words = [w.strip('"') for w in exec_start[len("ExecStart=") :].split(" ")]
+    assert Path(words[0]).is_absolute() and os.access(words[0], os.X_OK)
+    assert words[words.index("--port") + 1] == str(port) and words[words.index("--db") + 1] == str(db)
+    assert "--background" not in words  # systemd supervises the foreground server
+    assert f'Environment="PI_CODING_AGENT_DIR={agent_dir}"' in text and "WantedBy=default.target" in text
+    assert "systemctl --user enable --now pimem.service" in done.stdout
+    assert record(agent_dir) is None and listening_addresses(port) == set()  # nothing started here
+    removed = run(without_systemctl, "serve", "--uninstall")
+    assert removed.returncode == 0 and f"Removed {unit}" in removed.stdout
+    assert not unit.exists()
+    again = run(without_systemctl, "serve", "--uninstall")
+    assert again.returncode == 0 and "No pimem service was installed" in again.stdout
+
+
+def test_serve_install_and_uninstall_together_is_a_one_line_error(without_systemctl, tmp_path):
+    done = run(without_systemctl, "serve", "--install", "--uninstall")
+    assert done.returncode == 1 and done.stderr.startswith("Error: --install and --uninstall exclude each other")
+    assert not (tmp_path / "config").exists()
