@@ -8,13 +8,15 @@ from pimem_index; this package adds HTTP, templates and permissions.
 
 from __future__ import annotations
 
+import os
+
 from datasette import hookimpl
 from datasette.permissions import Action, PermissionSQL
 
 from pimem_index import query
 
-from . import access, background, render, views
-from .state import ACTION, ACTION_ABBR, AGENT_ID, discard_state, settings_for, state
+from . import access, background, catalog, daemon, login, render, tokens, views
+from .state import ACTION, ACTION_ABBR, AGENT_ID, PLUGIN, discard_state, settings_for, state
 
 
 @hookimpl
@@ -68,9 +70,15 @@ def prepare_connection(conn, database, datasette):
         conn.create_function("escape_fts", 1, query.match_expression)
 
 
+@hookimpl(tryfirst=True)
+def register_token_handler(datasette):
+    """`pimem token`'s tokens work wherever the index is served, whatever secret Datasette has."""
+    return tokens.IndexSecretTokens()
+
+
 @hookimpl
 def register_routes(datasette):
-    return views.ROUTES
+    return [*views.ROUTES, (rf"^{login.ROUTE}$", login.login_view)]
 
 
 @hookimpl
@@ -92,6 +100,10 @@ def render_cell(row, value, column, table, pks, database, datasette, request, co
 def startup(datasette):
     async def inner():
         memory = state(datasette)
+        if (datasette.plugin_config(PLUGIN) or {}).get("root"):
+            datasette.root_enabled = True  # pimem serve: root may do everything, as with --root
+        if memory.settings.serves_index:
+            await catalog.apply(datasette, memory.settings.database)
         if memory.settings.background_index:
             background.start(datasette, memory)
 
@@ -102,6 +114,7 @@ def startup(datasette):
 def shutdown(datasette):
     async def inner():
         await background.stop(datasette)
+        daemon.forget_server(state(datasette).locations, os.getpid())  # pimem serve's record, if it is ours
         discard_state(datasette)
 
     return inner

@@ -1,15 +1,15 @@
 """`pimem serve` and `pimem token`: Datasette on the index with this plugin, and the agent's token.
 
 `serve` runs Datasette's own `serve` command in this process, so the server behaves
-exactly like `datasette serve` (startup, lifespan, `--root` login link, uvicorn) with the
-arguments pimem decides: the index file (mutable), a persistent secret, the package's
-metadata.yaml, and a configuration that keeps anonymous visitors out.
+exactly like `datasette serve` (startup, lifespan, uvicorn) with the arguments pimem decides:
+the index file (mutable), a persistent secret, metadata.yaml's instance words, and a
+configuration that keeps anonymous visitors out and lets root do everything (root logs in with
+login.py's one-time link, printed here). It records itself for `pimem serve status` (daemon.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import errno
 import json
 import os
@@ -24,11 +24,12 @@ from pimem_index.cli import open_index
 from pimem_index.errors import UserError
 from pimem_index.locations import Locations
 
+from . import login
+from .catalog import instance_metadata
+from .daemon import is_detached, record_server, url_host
 from .state import ACTION, AGENT_ID, PLUGIN
 
-METADATA = Path(__file__).with_name("metadata.yaml")
 SECRET_FILE = "secret"
-METADATA_DATABASE = "history"
 
 
 def ensure_secret(locations: Locations) -> str:
@@ -87,17 +88,11 @@ def make_token(locations: Locations) -> str:
 
 
 def metadata_and_config(locations: Locations, database: str, background_index: bool) -> tuple[dict, dict]:
-    """metadata.yaml for this database name, and the configuration pimem serve runs with."""
-    from datasette.utils import parse_metadata
+    """The instance metadata (title, description) and the configuration pimem serve runs with.
 
-    metadata = parse_metadata(METADATA.read_text()) if METADATA.exists() else {}
-    metadata = copy.deepcopy(metadata)
-    databases = metadata.get("databases") or {}
-    if METADATA_DATABASE in databases and database != METADATA_DATABASE:
-        databases[database] = databases.pop(METADATA_DATABASE)
-    db_meta = databases.get(database) or {}
-    # Stored (canned) queries are configuration in Datasette 1.0; metadata keeps the words.
-    queries = db_meta.pop("queries", None)
+    The index's own descriptions, table settings and canned queries come from the plugin's
+    startup hook (catalog.py), as under any Datasette that serves the index.
+    """
     config: dict = {
         # Only authenticated actors (root via the login link, the agent's token) see the
         # instance: anonymous visitors get no index metadata and no SQL.
@@ -109,12 +104,11 @@ def metadata_and_config(locations: Locations, database: str, background_index: b
                 "database": database,
                 "sessions_dirs": [str(d) for d in locations.extra_dirs],
                 "background_index": background_index,
+                "root": True,  # root may do everything, as with datasette --root (login.py logs root in)
             }
         },
     }
-    if queries:
-        config["databases"] = {database: {"queries": queries}}
-    return metadata, config
+    return instance_metadata(), config
 
 
 def serve(locations: Locations, host: str = "127.0.0.1", port: int = 8001, background_index: bool = True) -> None:
@@ -126,18 +120,21 @@ def serve(locations: Locations, host: str = "127.0.0.1", port: int = 8001, backg
     secret = ensure_secret(locations)
     database = Path(locations.db_path).stem
     metadata, config = metadata_and_config(locations, database, background_index)
-    base = f"http://{host}:{port}"
+    base = f"http://{url_host(host)}:{port}"
+    if not record_server(locations, host, port) and is_detached():
+        raise UserError(f"another pimem serve is running (see: pimem serve status); not starting one on {base}")
     click.echo(f"Pi memory: {base}/-/pi-memory  (index {locations.db_path})")
     click.echo(f"Journals:  {', '.join(str(d) for d in locations.sessions_dirs)}")
     click.echo("API token for the Pi tool: pimem token  (send it as Authorization: Bearer ...)")
-    click.echo("Log in as root (the reviewer) with this link, valid once:")
+    click.echo(f"Log in as root (the reviewer) with this link, valid once for {login.TTL_SECONDS // 60} minutes")
+    click.echo("(another at any time: pimem login):")
+    click.echo(login.mint(secret, base))
     args = [
         str(locations.db_path),
         "--host",
         host,
         "--port",
         str(port),
-        "--root",
         "--secret",
         secret,
         "-c",

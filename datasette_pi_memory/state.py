@@ -45,6 +45,7 @@ class Settings:
     agent_max_scope: str
     max_scope: str
     background_index: bool
+    serves_index: bool = False  # this instance serves the index file (not only some other database)
 
 
 def _scope_setting(config: dict, key: str, default: str) -> str:
@@ -90,6 +91,7 @@ def settings_for(datasette) -> Settings:
         # By default only an instance that serves the index indexes in the background, so
         # installing the plugin never starts an indexer under some other Datasette.
         background_index=bool(config.get("background_index", served)),
+        serves_index=served,
     )
 
 

@@ -2,13 +2,15 @@
 
 Pi auto-discovers `<agent folder>/extensions/*.ts` and `<agent folder>/extensions/*/index.ts`;
 the tool is installed as the single file `extensions/memory_context.ts`. Its config lives in
-`<agent folder>/pi-memory/pi-tool.json` (folder 0700, file 0600) and is read on every call.
+`<agent folder>/pi-memory/pi-tool.json` (folder 0700, file 0600) and is read on every call:
+the URL, the token, and the absolute `pimem` with the arguments that start the server.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -51,8 +53,21 @@ def _write_private(path: Path, data: str) -> None:
     os.chmod(path, 0o600)
 
 
-def install(agent_dir: Path, url: str, token: str) -> list[Path]:
-    """Copy the extension into the agent folder and write its config; returns the paths written."""
+def pimem_command() -> list[str]:
+    """This pimem as an absolute command: the script that runs now, else the one beside this interpreter,
+    else this interpreter with -m pimem_index (never whatever `pimem` PATH finds later)."""
+    for script in (Path(sys.argv[0]), Path(sys.executable).with_name("pimem")):
+        if script.name == "pimem" and script.is_file() and os.access(script, os.X_OK):
+            return [os.path.abspath(script)]
+    return [os.path.abspath(sys.executable), "-m", "pimem_index"]
+
+
+def install(agent_dir: Path, url: str, token: str, start: list[str] | None = None) -> list[Path]:
+    """Copy the extension into the agent folder and write its config; returns the paths written.
+
+    `start` is the command that starts the server in the background (`pimem serve --background ...`,
+    absolute executable first): the tool runs it when it cannot reach the server.
+    """
     if not url or not url.startswith(("http://", "https://")):
         raise UserError(f"url must start with http:// or https://, e.g. http://127.0.0.1:8001 (got {url!r})")
     if not token:
@@ -69,7 +84,9 @@ def install(agent_dir: Path, url: str, token: str) -> list[Path]:
     cfg = config_path(agent_dir)
     cfg.parent.mkdir(parents=True, exist_ok=True)
     os.chmod(cfg.parent, 0o700)
-    payload = {"url": url.rstrip("/"), "token": token}
+    payload: dict = {"url": url.rstrip("/"), "token": token}
+    if start:
+        payload.update(pimem=start[0], serve_args=start[1:])
     _write_private(cfg, json.dumps(payload, indent=2) + "\n")
     return [ext, cfg]
 

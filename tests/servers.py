@@ -72,7 +72,7 @@ class Server:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 pytest.fail(f"pimem serve exited with {self.proc.returncode}:\n{self.output}")
-            link = re.search(r"http://127\.0\.0\.1:\d+/-/auth-token\?token=\w+", self.output)
+            link = re.search(r"http://127\.0\.0\.1:\d+/-/pi-memory/login\?token=[\w.-]+", self.output)
             if link and "Uvicorn running" in self.output:
                 return link.group(0)
             time.sleep(0.1)

@@ -1,5 +1,6 @@
 """End to end with the REAL Pi: a scripted model drives `pi -p`, the memory_context tool
-calls a running `pimem serve`, and the journals Pi writes are what we assert on.
+calls `pimem serve`, and the journals Pi writes are what we assert on. No server is started by
+hand: the tool's first call starts it in the background (and the test stops it at its end).
 
 - session 1 (project A): Pi's real bash tool prints a distinctive fact and a secret;
 - session 2 (new, project A): memory_context search for the fact, then read on the hit;
@@ -21,7 +22,6 @@ import socket
 import string
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -43,7 +43,6 @@ from scripted_model import (
 from pimem_index import pi_tool
 
 PI_TIMEOUT = 180
-SERVER_START_TIMEOUT = 90
 
 
 # ---- helpers ------------------------------------------------------------------------------
@@ -139,8 +138,7 @@ class Stack:
         self.db.parent.mkdir()
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server: subprocess.Popen | None = None
-        self.server_log = tmp / "pimem-serve.log"
+        self.server_log = self.agent / "pi-memory" / "server.log"  # the background server's log
         self.token = ""
         self.model = ScriptedModel()
 
@@ -159,31 +157,27 @@ class Stack:
         return proc
 
     def start(self) -> None:
+        """Pi, the scripted model and the installed tool; no server: the tool's first call starts it."""
         _require_pimem_commands(self.env)
         self.model.start()
         (self.agent / "models.json").write_text(json.dumps(self.model.models_json(), indent=2))
 
-        token_proc = self.pimem("token", "--db", str(self.db))
-        self.token = token_proc.stdout.strip().splitlines()[-1].strip() if token_proc.stdout.strip() else ""
-        assert self.token, f"`pimem token` printed no token:\n{token_proc.stderr}"
-
-        log = open(self.server_log, "wb")
-        self.server = subprocess.Popen(
-            _pimem() + ["serve", "--db", str(self.db), "--host", "127.0.0.1", "--port", str(self.port)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=self.env,
-        )
-        log.close()
-        self._wait_ready()
-
-        self.pimem("pi", "install", "--url", self.url)
+        self.pimem("pi", "install", "--url", self.url, "--db", str(self.db), "--no-start")
         cfg = json.loads((self.agent / "pi-memory" / "pi-tool.json").read_text())
         assert cfg["url"].rstrip("/") == self.url
+        assert Path(cfg["pimem"]).is_absolute() and "--background" in cfg["serve_args"]
         assert (self.agent / "extensions" / "memory_context.ts").read_text() == pi_tool.extension_source()
         self.token = cfg["token"]
-        self.api_get("status")  # the token the tool will use is accepted
+        assert not self.answers(), f"something already answers on {self.url}"
+
+    def answers(self) -> bool:
+        try:
+            self.api_get("status")
+        except urllib.error.HTTPError:
+            return True
+        except OSError:
+            return False
+        return True
 
     def api_get(self, action: str, **params: str) -> dict:
         query = urllib.parse.urlencode(params)
@@ -192,37 +186,6 @@ class Stack:
         )
         with urllib.request.urlopen(req, timeout=30) as res:
             return json.loads(res.read())
-
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT
-        last = ""
-        while time.monotonic() < deadline:
-            if self.server.poll() is not None:
-                pytest.fail(f"pimem serve exited with {self.server.returncode}:\n{_tail(self.server_log)}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/-/versions.json", timeout=5):
-                    return
-            except urllib.error.HTTPError:
-                return  # it answers
-            except OSError as exc:
-                last = str(exc)
-            time.sleep(0.3)
-        pytest.fail(
-            f"pimem serve did not answer on {self.url} within {SERVER_START_TIMEOUT}s ({last}):\n"
-            f"{_tail(self.server_log)}"
-        )
-
-    def wait_indexed(self, sessions: int, timeout: float = 20) -> None:
-        """Give the background indexer a moment to see new journals (the tool also passes its own)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                status = self.api_get("status")
-                if int(status.get("sessions", 0)) >= sessions and not status.get("journals_pending"):
-                    return
-            except (OSError, ValueError):
-                pass
-            time.sleep(0.5)
 
     def run_pi(self, project: Path, prompt: str) -> subprocess.CompletedProcess:
         env = dict(self.env, HOME=str(self.home), PI_OFFLINE="1", NO_COLOR="1")
@@ -247,14 +210,11 @@ class Stack:
         return fresh[0]
 
     def stop(self) -> None:
-        if self.server is not None and self.server.poll() is None:
-            self.server.terminate()
-            try:
-                self.server.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.server.kill()
-                self.server.wait(timeout=15)
-        self.model.stop()
+        """Stop the server the tool started (if any) and the scripted model."""
+        try:
+            self.pimem("serve", "stop", check=False)
+        finally:
+            self.model.stop()
 
 
 @pytest.fixture
@@ -295,7 +255,8 @@ def test_memory_context_end_to_end_with_real_pi(stack):
     s1_id = _header(s1)["id"]
     [bash_result] = _tool_results(s1, "bash")
     assert fact in bash_result["text"] and secret in bash_result["text"], "session 1 must have produced both"
-    stack.wait_indexed(sessions=1)
+    stack.pimem("index", "--db", str(stack.db))  # the index exists from before; no server runs yet
+    assert not stack.answers()
 
     # -- session 2, project A: search for the fact, then read the hit
     seen: dict[str, str] = {}
@@ -328,6 +289,7 @@ def test_memory_context_end_to_end_with_real_pi(stack):
     assert _header(s2)["id"] in search["text"], f"the current journal was not indexed first:\n{search['text']}"
     assert not read["isError"], read["text"]
     assert fact in read["text"], f"read did not return session 1's text verbatim:\n{read['text']}"
+    assert stack.answers(), "the tool's first call started the server, which keeps running"
     # the model got the same text Pi recorded
     assert fact in last_tool_result(stack.model.requests[-1])
 

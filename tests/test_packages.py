@@ -71,8 +71,9 @@ def test_the_plugin_registers_its_commands_through_the_pimem_entry_point():
     assert registered.get("pi_memory") == "datasette_pi_memory.commands:register"
     group = click.Group()
     commands.register(group)
-    assert sorted(group.commands) == ["pi", "serve", "token"]
+    assert sorted(group.commands) == ["login", "pi", "serve", "token"]  # issue 19 adds login
     assert sorted(group.commands["pi"].commands) == ["install", "uninstall"]
+    assert sorted(group.commands["serve"].commands) == ["status", "stop"]
 
 
 def test_pimem_serve_help_is_the_plugins_command(agent_dir):

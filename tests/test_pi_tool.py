@@ -537,3 +537,69 @@ def test_typescript_type_checks_against_pi_typings():
         pytest.skip("Pi typings not installed: run `npm ci --prefix pimem_index/pi_extension`")
     proc = subprocess.run([str(tsc), "--noEmit", "-p", str(EXTENSION_DIR)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ---- the tool starts the server it cannot reach (issue 19) ------------------------------------
+
+
+@pytest.fixture
+def stopped_afterwards(agent_dir):
+    """Whatever background server a test starts through the tool is stopped when the test ends."""
+    yield
+    subprocess.run([*pi_tool.pimem_command(), "serve", "stop"], capture_output=True, timeout=120)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_tool_starts_the_recorded_server_when_none_answers_and_retries(
+    tmp_path, agent_dir, locations, new_journal, stopped_afterwards
+):
+    from datasette_pi_memory.serve import make_token
+
+    project = agent_dir.parent.parent / "Apps" / "prjct"
+    journal = new_journal("Apps/prjct")
+    journal.user("the dormant ibis")
+    new_journal("Apps/elsewhere").user("another project's ibis")
+    port = _free_port()
+    start = [*pi_tool.pimem_command(), "serve", "--background", "--port", str(port), "--db", str(locations.db_path)]
+    pi_tool.install(agent_dir, f"http://127.0.0.1:{port}", make_token(locations), start)
+    assert not (agent_dir / "pi-memory" / "server.json").exists()  # nothing runs yet
+    call = {"params": {"action": "search", "query": "ibis"}, "journal": str(journal.path)}
+    [out] = _exec(tmp_path, agent_dir, project, [call])
+    assert out["ok"], out
+    assert [hit["cwd"] for hit in out["details"]["results"]] == [str(project)]  # not the other project's
+    server = json.loads((agent_dir / "pi-memory" / "server.json").read_text())
+    assert server["port"] == port
+
+
+def test_a_server_the_tool_cannot_start_is_answered_with_the_fix_and_why(tmp_path, agent_dir, stopped_afterwards):
+    project = tmp_path / "proj"
+    project.mkdir()
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    port = _free_port()
+    start = [*pi_tool.pimem_command(), "serve", "--background", "--port", str(port), "--db", str(folder)]
+    pi_tool.install(agent_dir, f"http://127.0.0.1:{port}", "tok", start)
+    [out] = _exec(tmp_path, agent_dir, project, [{"params": {"action": "search", "query": "ibis"}}])
+    assert not out["ok"]
+    assert "cannot reach the pi-memory server" in out["error"] and "run: pimem serve --background" in out["error"]
+    assert "is a folder" in out["error"]  # why the start failed
+    assert not (agent_dir / "pi-memory" / "server.json").exists()
+
+
+def test_install_records_this_pimem_by_its_absolute_path(tmp_path):
+    agent = tmp_path / "agent"
+    start = [*pi_tool.pimem_command(), "serve", "--background", "--port", "8001"]
+    pi_tool.install(agent, "http://127.0.0.1:8001", "tok", start)
+    cfg = json.loads((agent / "pi-memory" / "pi-tool.json").read_text())
+    assert Path(cfg["pimem"]).is_absolute() and os.access(cfg["pimem"], os.X_OK)
+    assert cfg["serve_args"] == start[1:]
+    without = tmp_path / "other"
+    pi_tool.install(without, "https://memory.example.com", "tok")
+    assert set(json.loads((without / "pi-memory" / "pi-tool.json").read_text())) == {"url", "token"}

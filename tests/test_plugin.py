@@ -20,7 +20,7 @@ from pijournal import Journal
 from plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette, pimem_serve_datasette, running
 
 from datasette_pi_memory.serve import ensure_secret
-from datasette_pi_memory.state import ACTION, PLUGIN
+from datasette_pi_memory.state import ACTION, AGENT_ID, PLUGIN
 from pimem_index.indexer import index_all
 
 CANARY = "CANARY-7f3e9b-outside-the-journal-folders"
@@ -121,14 +121,14 @@ async def test_make_token_survives_a_restart(locations, world, token):
 
 
 @pytest.mark.asyncio
-async def test_a_different_secret_refuses_the_token(locations, world, token):
-    datasette = Datasette(
-        [str(locations.db_path)], secret="not-the-pimem-secret", plugin_config={PLUGIN: {"background_index": False}}
+async def test_a_token_signed_with_another_secret_is_refused(locations, world):
+    """Issue 19: a pimem token now works under any secret the instance has; one signed elsewhere does not."""
+    foreign = await Datasette(secret="not-the-pimem-secret").create_token(
+        AGENT_ID, restrictions=TokenRestrictions().allow_all(ACTION)
     )
-    await datasette.invoke_startup()
-    res = await datasette.client.get(api_path("status", world), **bearer(token))
-    assert res.status_code == 401
-    await datasette.invoke_shutdown()
+    async with running(make_datasette(locations)) as datasette:
+        res = await datasette.client.get(api_path("status", world), **bearer(foreign))
+        assert res.status_code == 401
 
 
 @pytest.mark.asyncio

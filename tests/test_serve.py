@@ -80,7 +80,7 @@ def test_serve_loopback_login_token_and_background_indexing(env, agent_dir, home
     server = Server(env)
     servers.append(server)
     link = server.wait_ready()
-    assert link.startswith(f"{server.url}/-/auth-token?token=")
+    assert link.startswith(f"{server.url}/-/pi-memory/login?token=")  # issue 19: lands on /-/pi-memory
     assert listening_addresses(server.port) == {"0100007F"}  # 127.0.0.1 only
 
     # the token printed before the server started works; anonymous visitors get nothing

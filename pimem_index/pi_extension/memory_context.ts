@@ -3,8 +3,10 @@
  * history through the datasette-pi-memory JSON API (`pimem serve`).
  *
  * Installed by `pimem pi install` as <agent folder>/extensions/memory_context.ts.
- * It reads <agent folder>/pi-memory/pi-tool.json ({"url", "token"}) on every call,
- * so re-running `pimem pi install` takes effect without restarting Pi.
+ * It reads <agent folder>/pi-memory/pi-tool.json ({"url", "token", "pimem", "serve_args"}) on
+ * every call, so re-running `pimem pi install` takes effect without restarting Pi. When the
+ * server cannot be reached, the call starts it (`pimem serve --background`, with the pimem that
+ * `pimem pi install` recorded), waits for it (bounded) and tries once more.
  *
  * Deliberately registers no event handler: nothing is injected into prompts or
  * context; the model sees history only when it calls the tool.
@@ -12,6 +14,7 @@
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { StringEnum } from "@mariozechner/pi-ai";
 import { Type, type Static } from "typebox";
+import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
@@ -25,6 +28,7 @@ export const DESCRIPTION =
 const KINDS = ["user", "assistant", "tool_result", "bash", "custom", "compaction", "branch_summary"] as const;
 const SEARCH_LIMIT = 10;
 const TIMEOUT_MS = 60_000;
+const START_TIMEOUT_MS = 20_000; // pimem serve --background returns once the server answers
 
 const Parameters = Type.Object({
 	action: StringEnum(["search", "read", "summaries"] as const, { description: "search | read | summaries" }),
@@ -48,6 +52,8 @@ export type MemoryContextParams = Static<typeof Parameters>;
 interface ToolConfig {
 	url: string;
 	token: string;
+	pimem?: string; // absolute path of the pimem that installed the tool
+	serveArgs?: string[]; // serve --background --port N ... : starts the server
 }
 
 /** `$PI_CODING_AGENT_DIR` with ~ expanded, else ~/.pi/agent: the rule Pi and pimem share. */
@@ -83,7 +89,10 @@ function loadConfig(): ToolConfig {
 	if (!cfg || typeof cfg.url !== "string" || !cfg.url || typeof cfg.token !== "string" || !cfg.token) {
 		throw new Error(`memory_context config ${path} lacks "url" or "token". Fix: run: pimem pi install`);
 	}
-	return { url: cfg.url.replace(/\/+$/, ""), token: cfg.token };
+	const rawArgs = (parsed as Json).serve_args;
+	const serveArgs = Array.isArray(rawArgs) && rawArgs.every((a) => typeof a === "string") ? rawArgs : undefined;
+	const pimem = typeof (parsed as Json).pimem === "string" && (parsed as Json).pimem ? (parsed as Json).pimem : undefined;
+	return { url: cfg.url.replace(/\/+$/, ""), token: cfg.token, pimem, serveArgs };
 }
 
 /** Build the API query string from the tool's parameters and where Pi runs now. */
@@ -204,25 +213,60 @@ function describeCause(err: unknown): string {
 	return e?.cause?.code || e?.cause?.message || e?.message || String(err);
 }
 
-async function callApi(cfg: ToolConfig, action: string, query: URLSearchParams, signal: AbortSignal | undefined): Promise<Json> {
-	const url = `${cfg.url}/-/pi-memory/api/${action}?${query.toString()}`;
+/** The server could not be reached at all (refused, no route): starting it may help. */
+class Unreachable extends Error {}
+
+async function request(cfg: ToolConfig, url: string, signal: AbortSignal | undefined): Promise<Response> {
 	const timeout = AbortSignal.timeout(TIMEOUT_MS);
 	const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-	let res: Response;
 	try {
-		res = await fetch(url, {
+		return await fetch(url, {
 			headers: { Authorization: `Bearer ${cfg.token}`, Accept: "application/json" },
 			signal: combined,
 		});
 	} catch (err) {
 		if (signal?.aborted) throw new Error("memory_context: cancelled");
 		if (timeout.aborted) {
-			throw new Error(`memory_context: the pi-memory server at ${cfg.url} did not answer within ${TIMEOUT_MS / 1000}s. Fix: check it, or restart it (run: pimem serve)`);
+			throw new Error(`memory_context: the pi-memory server at ${cfg.url} did not answer within ${TIMEOUT_MS / 1000}s. Fix: check it, or restart it (run: pimem serve stop, then pimem serve --background)`);
 		}
-		throw new Error(
-			`memory_context: cannot reach the pi-memory server at ${cfg.url} (${describeCause(err)}). Fix: start it (run: pimem serve)`,
-		);
+		throw new Unreachable(`memory_context: cannot reach the pi-memory server at ${cfg.url} (${describeCause(err)})`);
 	}
+}
+
+/** Run the recorded `pimem serve --background ...` (bounded); undefined on success, else what went wrong. */
+function startServer(cfg: ToolConfig): Promise<string | undefined> {
+	const pimem = cfg.pimem;
+	if (!pimem || !cfg.serveArgs) return Promise.resolve("pi-tool.json records no pimem to start it with");
+	return new Promise((resolve) => {
+		execFile(pimem, cfg.serveArgs ?? [], { timeout: START_TIMEOUT_MS, env: process.env }, (err, _stdout, stderr) => {
+			if (!err) return resolve(undefined);
+			const last = String(stderr ?? "").trim().split("\n").pop();
+			resolve(last || err.message);
+		});
+	});
+}
+
+/** Fetch, and when the server is unreachable start it and fetch once more; only then answer with the fix. */
+async function reach(cfg: ToolConfig, url: string, signal: AbortSignal | undefined): Promise<Response> {
+	try {
+		return await request(cfg, url, signal);
+	} catch (err) {
+		if (!(err instanceof Unreachable)) throw err;
+		const problem = await startServer(cfg);
+		try {
+			return await request(cfg, url, signal);
+		} catch (again) {
+			if (!(again instanceof Unreachable)) throw again;
+			throw new Error(
+				`${again.message}; starting it failed${problem ? ` (${problem})` : ""}. Fix: start it (run: pimem serve --background)`,
+			);
+		}
+	}
+}
+
+async function callApi(cfg: ToolConfig, action: string, query: URLSearchParams, signal: AbortSignal | undefined): Promise<Json> {
+	const url = `${cfg.url}/-/pi-memory/api/${action}?${query.toString()}`;
+	const res = await reach(cfg, url, signal);
 	const body = await res.text();
 	let data: unknown = undefined;
 	try {
