@@ -85,7 +85,9 @@ def menu_links(datasette, actor, request):
 
 @hookimpl
 def render_cell(row, value, column, table, pks, database, datasette, request, column_type):
-    return render.entry_cell(row, column, table, pks, database, datasette, request)
+    return render.entry_cell(row, column, table, pks, database, datasette, request) or render.link_cell(
+        row, value, column, database, datasette
+    )
 
 
 @hookimpl
