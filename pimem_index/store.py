@@ -115,7 +115,8 @@ SELECT
     CAST(round((julianday(files.last_timestamp) - julianday(files.started)) * 86400) AS INTEGER) AS duration_s,
     COALESCE(t.tool_calls, 0) AS tool_calls,
     COALESCE(x.errors, 0) AS errors,
-    u.messages
+    u.messages,
+    files.id AS file_id
 FROM files
 LEFT JOIN (
     SELECT file_id, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
