@@ -4,7 +4,10 @@ A journal is JSONL. The first line is a header; every other line is an entry of 
 Only conversation lines become index entries; settings, labels and extension state do not.
 A line that cannot be read as an entry (not a JSON object within the parsers' limits, or a
 field we read holding the wrong type or a number no 64-bit column holds) is Malformed:
-counted and skipped, never fatal, whatever else the journal holds.
+counted and skipped, never fatal, whatever else the journal holds. The figures beside the text
+(`Usage`: model, tokens, cost, stop reason, tool outcomes, tool calls) follow a milder rule: a
+figure of the wrong type or out of range is dropped on its own (None), so a broken figure never
+takes a conversation's text out of search.
 """
 
 from __future__ import annotations
@@ -58,6 +61,38 @@ class SessionName:
     name: str | None
 
 
+@dataclass(slots=True, frozen=True)
+class ToolCall:
+    """One tool call of an assistant message: its id, the tool, and its file argument if any."""
+
+    call_id: str | None
+    tool: str | None
+    path: str | None
+
+
+@dataclass(slots=True, frozen=True)
+class Usage:
+    """What an entry says happened, beside its text (each figure None when absent or unreadable):
+    an assistant message's model, provider, stop reason, tokens, cost (dollars) and tool calls;
+    a tool result's call id and outcome; a bash execution's exit code."""
+
+    model: str | None = None
+    provider: str | None = None
+    stop_reason: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cost: float | None = None
+    is_error: int | None = None
+    exit_code: int | None = None
+    call_id: str | None = None
+    calls: tuple[ToolCall, ...] = ()
+
+
+NO_USAGE = Usage()
+
+
 @dataclass(slots=True)
 class Entry:
     """One conversation line as the index sees it: metadata plus the text to index and show."""
@@ -70,6 +105,7 @@ class Entry:
     tool: str | None
     text: str
     tokens_before: int | None = None
+    usage: Usage = NO_USAGE
 
 
 class Malformed(Exception):
@@ -196,6 +232,7 @@ def _entry(
     tool: str | None = None,
     tokens_before: int | None = None,
     message: dict | None = None,
+    usage: Usage = NO_USAGE,
 ) -> Entry:
     """An Entry with the keys every entry line shares: id, parentId and timestamp."""
     return Entry(
@@ -207,6 +244,7 @@ def _entry(
         tool=tool,
         text=text,
         tokens_before=tokens_before,
+        usage=usage,
     )
 
 
@@ -221,22 +259,64 @@ def _message_entry(obj: dict, lineno: int) -> Entry | None:
     if kind is None:
         return None
     tool = None
+    usage = NO_USAGE
     if kind == "assistant":
         text, tools = blocks_text(message.get("content"))
         tool = ",".join(tools) if tools else None
+        usage = assistant_usage(message)
     elif kind == "tool_result":
         text = content_text(message.get("content"))
         tool = _str_or_none(message.get("toolName"))
+        usage = Usage(is_error=_outcome(message.get("isError")), call_id=_label(message.get("toolCallId")))
     elif kind == "bash":
         command = _str(message.get("command"))
         output = _str(message.get("output"))
         text = f"$ {command}\n{output}" if output else f"$ {command}"
+        usage = Usage(exit_code=_exit_code(message.get("exitCode")))
     elif kind == "custom":
         text = content_text(message.get("content"))
         tool = _str_or_none(message.get("customType"))
     else:
         text = content_text(message.get("content"))
-    return _entry(obj, lineno, kind, text, role=role, tool=tool, message=message)
+    return _entry(obj, lineno, kind, text, role=role, tool=tool, message=message, usage=usage)
+
+
+def assistant_usage(message: dict) -> Usage:
+    """An assistant message's figures: model, provider, stop reason, `usage` tokens and
+    `usage.cost.total`, and its tool calls; each unreadable figure dropped on its own."""
+    usage = message.get("usage")
+    usage = usage if type(usage) is dict else {}
+    cost = usage.get("cost")
+    return Usage(
+        model=_label(message.get("model")),
+        provider=_label(message.get("provider")),
+        stop_reason=_label(message.get("stopReason")),
+        input_tokens=_count(usage.get("input")),
+        output_tokens=_count(usage.get("output")),
+        cache_read_tokens=_count(usage.get("cacheRead")),
+        cache_write_tokens=_count(usage.get("cacheWrite")),
+        cost=_dollars(cost.get("total")) if type(cost) is dict else None,
+        calls=tool_calls(message.get("content")),
+    )
+
+
+# The argument naming the file a tool works on (read, edit, write, ls, grep, find; file_path in other harnesses).
+PATH_ARGUMENTS = ("path", "file_path")
+
+
+def tool_calls(content) -> tuple[ToolCall, ...]:
+    """The toolCall blocks of a message's content, in order (blocks_text has checked their shape)."""
+    if type(content) is not list:
+        return ()
+    calls = []
+    for block in content:
+        if type(block) is dict and block.get("type") == "toolCall":
+            arguments = block.get("arguments")
+            path = None
+            if type(arguments) is dict:
+                path = next((a for a in map(arguments.get, PATH_ARGUMENTS) if type(a) is str and a), None)
+            calls.append(ToolCall(_label(block.get("id")), _label(block.get("name")), path))
+    return tuple(calls)
 
 
 def content_text(content) -> str:
@@ -394,6 +474,38 @@ def _int64(value) -> int | None:
     if value is None or (type(value) is int and INT64_MIN <= value <= INT64_MAX):
         return value
     raise Malformed("an integer field is not an integer a 64-bit column holds")
+
+
+# The figures beside the text (Usage): each is dropped (None) when unreadable, never malformed.
+
+
+def _label(value) -> str | None:
+    """A model id, provider, stop reason or call id: a non-empty string, else None."""
+    return value if type(value) is str and value else None
+
+
+def _count(value) -> int | None:
+    """A token count: a whole number from 0 to what a 64-bit column holds, else None."""
+    return value if type(value) is int and 0 <= value <= INT64_MAX else None
+
+
+def _dollars(value) -> float | None:
+    """A cost in dollars: a finite number, 0 or more, else None (orjson never reads NaN)."""
+    if (type(value) is int and 0 <= value <= INT64_MAX) or (type(value) is float and 0.0 <= value < float("inf")):
+        return float(value)
+    return None
+
+
+def _outcome(value) -> int | None:
+    """A tool result's isError as 0/1: absent is 0 (success), anything but true/false None."""
+    if value is None or type(value) is bool:
+        return int(bool(value))
+    return None
+
+
+def _exit_code(value) -> int | None:
+    """A process exit code: a whole number a 32-bit int holds, else None (absent, killed, cancelled)."""
+    return value if type(value) is int and -(1 << 31) <= value < (1 << 31) else None
 
 
 def _flag(value) -> bool:
