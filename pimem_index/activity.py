@@ -9,11 +9,12 @@ rule is `scope.Scope.predicate`, as for search; forgotten entries and sessions a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date
 from typing import Any
 
 from . import db
-from .requests import SessionsRequest, UsageRequest
+from .requests import SessionsRequest, UsageRequest, check_by
 from .scope import Scope, project_root, resolve_scope
 
 FIGURES = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
@@ -33,9 +34,11 @@ def request_scope(conn: db.Connection, request: UsageRequest | SessionsRequest) 
     )
 
 
-def usage(conn: db.Connection, request: UsageRequest) -> dict[str, Any]:
+def usage(conn: db.Connection, request: UsageRequest, split: str | None = None) -> dict[str, Any]:
     """Tokens, cost, messages and sessions per key (`request.by`) of the assistant entries in scope
-    and dates, with a total: `{"by", "scope", "root", "rows": [...], "total": {...}}`."""
+    and dates, with a total: `{"by", "scope", "root", "rows": [...], "total": {...}}`. With `split`
+    (another of requests.USAGE_BY), each row also holds its figures per that key (`"split": {key: {...}}`),
+    as the usage page's day chart stacks models."""
     scope = request_scope(conn, request)
     where, params = scope.predicate()
     clauses = ["e.kind = 'assistant'", where]
@@ -51,16 +54,29 @@ def usage(conn: db.Connection, request: UsageRequest) -> dict[str, Any]:
         f"WHERE {' AND '.join(clauses)} GROUP BY 1, 2, 3",
         params,
     ).fetchall()
-    key_of = _key_function(conn, request, {file_id for _d, _m, file_id, *_ in parts})
+    file_ids = {file_id for _d, _m, file_id, *_ in parts}
+    key_of = _key_function(conn, request, file_ids)
+    split_of = _key_function(conn, replace(request, by=check_by(split)), file_ids) if split else None
     groups: dict[Any, _Sums] = {}
+    splits: dict[Any, dict[Any, _Sums]] = {}
     total = _Sums()
     for day, model, file_id, *figures in parts:
         key = key_of(day, model, file_id)
         groups.setdefault(key, _Sums()).add(file_id, figures)
+        if split_of:
+            splits.setdefault(key, {}).setdefault(split_of(day, model, file_id), _Sums()).add(file_id, figures)
         total.add(file_id, figures)
-    rows = [{"key": key, **sums.as_json()} for key, sums in groups.items()]
+    rows = [{"key": key, **sums.as_json(), **_split_json(splits, key, split)} for key, sums in groups.items()]
     rows.sort(key=_row_order(request.by))
     return {"by": request.by, **scope.as_json(), "rows": rows, "total": total.as_json()}
+
+
+def _split_json(splits: dict[Any, dict[Any, _Sums]], key: Any, split: str | None) -> dict[str, Any]:
+    """A row's `split` entry: its figures per second key, the costliest first; nothing without a split."""
+    if not split:
+        return {}
+    parts = sorted(splits.get(key, {}).items(), key=lambda item: -item[1].cost)
+    return {"split": {second: sums.as_json() for second, sums in parts}}
 
 
 class _Sums:
@@ -147,8 +163,18 @@ SESSION_KEYS = (
 )
 
 
+# ORDER BY for each of requests.SESSION_SORTS, largest (or newest) first.
+SESSION_ORDER = {
+    "date": "COALESCE(e.last_timestamp, e.started) DESC",
+    "cost": "e.cost DESC",
+    "tokens": "(e.input_tokens + e.output_tokens + e.cache_read_tokens + e.cache_write_tokens) DESC",
+    "size": "e.entries DESC",
+}
+
+
 def sessions(conn: db.Connection, request: SessionsRequest) -> dict[str, Any]:
-    """The sessions in scope active within the dates (and using the model), newest first, one page:
+    """The sessions in scope active within the dates (and using the model), newest first or as
+    `request.sort` orders them, one page:
     `{"scope", "root", "sessions": [...], "offset", "next_offset"}` (next_offset None on the last)."""
     scope = request_scope(conn, request)
     where, params = scope.predicate()  # over `e.file_id`: the sessions view's rows are aliased `e`
@@ -168,7 +194,7 @@ def sessions(conn: db.Connection, request: SessionsRequest) -> dict[str, Any]:
         "SELECT e.session_id, e.name, e.cwd, e.started, e.last_timestamp, e.duration_s, e.entries, "
         "e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens, e.cost, e.models, "
         f"e.tool_calls, e.errors FROM sessions e WHERE {' AND '.join(clauses)} "
-        "ORDER BY COALESCE(e.last_timestamp, e.started) DESC, e.session_id LIMIT ? OFFSET ?",
+        f"ORDER BY {SESSION_ORDER[request.sort]}, e.session_id LIMIT ? OFFSET ?",
         [*params, request.limit + 1, request.offset],
     ).fetchall()
     page = [_session_json(row) for row in rows[: request.limit]]

@@ -30,7 +30,21 @@ MAX_LIMIT = 100
 # overflow SQLite's expression depth. A pasted error message of a few dozen words fits.
 MAX_TERMS = 64
 # The API's and the pages' parameters, each given once (`kind` may be repeated: `query_args`).
-PARAMETERS = ("q", "scope", "cwd", "session_id", "id", "since", "until", "limit", "offset", "journal", "by", "model")
+PARAMETERS = (
+    "q",
+    "scope",
+    "cwd",
+    "session_id",
+    "id",
+    "since",
+    "until",
+    "limit",
+    "offset",
+    "journal",
+    "by",
+    "model",
+    "sort",
+)
 
 _TERM = re.compile(r"[^\W_]+")
 
@@ -349,6 +363,9 @@ def check_terms(terms: list[str]) -> list[str]:
 # What `usage` counts per: a local day, an ISO week, a month, a model id, a project root, a session id.
 USAGE_BY = ("day", "week", "month", "model", "project", "session")
 SESSIONS_LIMIT = 20  # sessions a page shows when no limit is asked for
+# How sessions may be ordered, each largest (or newest) first: the newest activity, the cost, the
+# tokens (input, output and cache) and the size (entries).
+SESSION_SORTS = ("date", "cost", "tokens", "size")
 
 
 @dataclass(frozen=True)
@@ -416,6 +433,7 @@ class SessionsRequest:
     offset: int = 0
     max_scope: str = "global"
     home: str | None = None
+    sort: str = "date"
 
     @classmethod
     def create(
@@ -428,6 +446,7 @@ class SessionsRequest:
         limit: Any = None,
         offset: Any = None,
         model: str | None = None,
+        sort: str | None = None,
         **fields: Any,
     ) -> SessionsRequest:
         """Check every field once; without a scope, all projects unless a cwd narrows it (`activity_scope`)."""
@@ -439,6 +458,7 @@ class SessionsRequest:
             limit=SESSIONS_LIMIT if limit is None or limit == "" else check_limit(limit),
             offset=check_page_offset(offset),
             model=model or None,
+            sort=check_sort(sort),
             **fields,
         )
 
@@ -456,6 +476,7 @@ class SessionsRequest:
             limit=args.get("limit"),
             offset=args.get("offset"),
             model=args.get("model"),
+            sort=args.get("sort"),
             **activity_args(conn, args, max_scope, journal_path),
         )
 
@@ -510,3 +531,12 @@ def check_page_offset(offset: Any) -> int:
     if value < 0:
         raise UserError("offset must be a whole number, 0 or more (e.g. offset=20)")
     return value
+
+
+def check_sort(sort: str | None) -> str:
+    """How sessions are ordered: one of SESSION_SORTS, date (newest first) when none is given."""
+    if sort is None or sort == "":
+        return "date"
+    if sort not in SESSION_SORTS:
+        raise UserError(f"unknown sort {sort!r}: use one of {', '.join(SESSION_SORTS)} (e.g. sort=cost)")
+    return sort
