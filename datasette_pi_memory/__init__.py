@@ -13,7 +13,7 @@ from datasette.permissions import Action, PermissionSQL
 
 from pimem_index import query
 
-from . import access, background, render, views
+from . import access, background, figures, render, views
 from .state import ACTION, ACTION_ABBR, AGENT_ID, discard_state, settings_for, state
 
 
@@ -70,7 +70,7 @@ def prepare_connection(conn, database, datasette):
 
 @hookimpl
 def register_routes(datasette):
-    return views.ROUTES
+    return views.ROUTES + figures.ROUTES
 
 
 @hookimpl

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+from datetime import datetime, timedelta
 
 from datasette import Forbidden, NotFound, Response
 
-from pimem_index import browse, db, journal, query
+from pimem_index import activity, browse, db, journal, query
 from pimem_index.errors import UserError
-from pimem_index.requests import ReadRequest, query_args
-from pimem_index.scope import offered, page_default_scope
+from pimem_index.requests import ReadRequest, SessionsRequest, UsageRequest, query_args
+from pimem_index.scope import figures_scope, offered, page_default_scope
 
 from . import api, html
 from .state import ACTION, state
@@ -95,6 +96,11 @@ async def render(datasette, request, template: str, context: dict, status: int =
         "highlight": html.highlight,
         "kind_labels": KIND_LABELS,
         "fold_chars": FOLD_CHARS,
+        "money": html.money,
+        "tokens": html.tokens,
+        "duration": html.duration,
+        "share": html.share,
+        "path_breaks": html.path_breaks,
     }
     body = await datasette.render_template(template, {**base, **context}, request=request)
     return Response.html(body, status=status, headers={"cache-control": "no-store"})
@@ -108,6 +114,8 @@ def _urls(datasette) -> dict:
         "summaries": path("/-/pi-memory/summaries"),
         "read": path("/-/pi-memory/read"),
         "sessions": path("/-/pi-memory/sessions/"),
+        "session_list": path("/-/pi-memory/sessions"),
+        "usage": path("/-/pi-memory/usage"),
     }
 
 
@@ -121,11 +129,36 @@ def _overview(conn, locations):
     }
 
 
+HEADLINE_DAYS = 30
+
+
+def _headline(conn, max_scope: str) -> dict | None:
+    """The overview's usage figures, all time and over the last HEADLINE_DAYS days, in the figures
+    pages' scope (scope.figures_scope); None when there is no project to show."""
+    projects = browse.projects(conn, limit=1)
+    scope, cwd = figures_scope(None, max_scope, projects[0]["cwd"] if projects else None)
+    if scope == "project" and cwd is None:
+        return None
+    since = (datetime.now().astimezone().date() - timedelta(days=HEADLINE_DAYS - 1)).isoformat()
+    figures = {}
+    for name, start in (("all", None), ("recent", since)):
+        request = UsageRequest.create("model", scope=scope, cwd=cwd, since=start, max_scope=max_scope)
+        figures[name] = activity.usage(conn, request)
+    return {
+        "root": figures["all"]["root"],
+        "all": figures["all"]["total"],
+        "recent": figures["recent"]["total"],
+        "days": HEADLINE_DAYS,
+        "since": since,
+    }
+
+
 async def index_page(datasette, request):
     await ensure_pages_allowed(datasette, request)
     memory = state(datasette)
     data = await memory.run(_overview, memory.locations)
     max_scope = memory.max_scope_for(request.actor)
+    data["headline"] = await memory.run(_headline, max_scope)
     return await render(
         datasette,
         request,
@@ -242,6 +275,15 @@ def _session_data(conn, locations, session_id, offset):
     return browse.session(conn, locations, session_id, offset=offset)
 
 
+def _session_figures(conn, session_id: str) -> dict | None:
+    """The session's row of the sessions view (models, duration, tokens, cost, tool calls, errors) for its header."""
+    try:
+        found = activity.sessions(conn, SessionsRequest.create(session_id=session_id, limit=1))["sessions"]
+    except UserError:  # not in the index (any more)
+        return None
+    return found[0] if found else None
+
+
 async def session_page(datasette, request):
     await ensure_pages_allowed(datasette, request)
     memory = state(datasette)
@@ -265,7 +307,8 @@ async def session_page(datasette, request):
     data = await memory.run(_session_data, memory.locations, session_id, offset)
     if data is None:
         raise NotFound(f"No indexed session {session_id}")
-    return await render(datasette, request, "pi_memory_session.html", {"session": data})
+    figures = await memory.run(_session_figures, session_id)
+    return await render(datasette, request, "pi_memory_session.html", {"session": data, "figures": figures})
 
 
 ROUTES = [
