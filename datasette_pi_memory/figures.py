@@ -9,6 +9,7 @@ message reread and redacted). Charts are server-rendered CSS bars, each a link t
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta
+from typing import Any
 from urllib.parse import urlencode
 
 from pimem_index import activity, browse
@@ -39,7 +40,7 @@ def _scoped(conn, args: dict, max_scope: str) -> tuple[dict, list[dict]]:
 
 def _sessions_data(conn, locations, args: dict, max_scope: str) -> dict:
     args, projects = _scoped(conn, args, max_scope)
-    data = {"projects": projects, "params": args, "models": [], "reply": None, "error": None}
+    data: dict[str, Any] = {"projects": projects, "params": args, "models": [], "reply": None, "error": None}
     try:
         request = SessionsRequest.from_args(
             conn, {**args, "limit": args["limit"] or SESSIONS_PAGE}, max_scope=max_scope
@@ -132,7 +133,7 @@ def _bucket(key: str, since: date, until: date) -> dict:
 
 def _period(args: dict, rows: list[dict], today: date) -> tuple[date, date]:
     """The days the chart covers: the dates asked for, else the first day with figures to today."""
-    first = _day(args["since"]) or (_day(rows[0]["key"]) if rows and rows[0]["key"] else today)
+    first = _day(args["since"]) or (_day(rows[0]["key"]) if rows else None) or today
     last = _day(args["until"]) or today
     return min(first, last), max(first, last)
 
@@ -165,7 +166,7 @@ def _chart(conn, args: dict, max_scope: str, today: date) -> dict:
 
 def _usage_data(conn, locations, args: dict, max_scope: str, today: date) -> dict:
     args, projects = _scoped(conn, args, max_scope)
-    data = {"projects": projects, "params": args, "report": None, "error": None}
+    data: dict[str, Any] = {"projects": projects, "params": args, "report": None, "error": None}
     try:
         per_model = activity.usage(conn, UsageRequest.from_args(conn, {**args, "by": "model"}, max_scope=max_scope))
         per_project = activity.usage(conn, UsageRequest.from_args(conn, {**args, "by": "project"}, max_scope=max_scope))

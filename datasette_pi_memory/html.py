@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from urllib.parse import urlencode
 
@@ -137,6 +138,16 @@ def share(value: float | None, peak: float | None) -> str:
     return f"{min(100.0, 100.0 * value / peak):.2f}"
 
 
-def path_breaks(path: str | None) -> Markup:
-    """A path escaped, with a line-break opportunity after each slash (long project folders wrap there)."""
-    return Markup("/<wbr>".join(str(escape(part)) for part in (path or "").split("/")))
+def short_path(path: str | None) -> str:
+    """A folder with the home folder written ~ (as people read their projects)."""
+    path = path or ""
+    home = os.path.expanduser("~").rstrip("/")
+    if home and (path == home or path.startswith(home + "/")):
+        return "~" + path[len(home) :]
+    return path
+
+
+def folder(path: str | None) -> Markup:
+    """A folder for a table cell: home as ~, a line-break opportunity after each slash, the full path on hover."""
+    parts = short_path(path).split("/")
+    return Markup(f'<span title="{escape(path or "")}">' + "/<wbr>".join(str(escape(p)) for p in parts) + "</span>")

@@ -100,7 +100,8 @@ async def render(datasette, request, template: str, context: dict, status: int =
         "tokens": html.tokens,
         "duration": html.duration,
         "share": html.share,
-        "path_breaks": html.path_breaks,
+        "folder": html.folder,
+        "short_path": html.short_path,
     }
     body = await datasette.render_template(template, {**base, **context}, request=request)
     return Response.html(body, status=status, headers={"cache-control": "no-store"})
