@@ -682,9 +682,7 @@ def read(locations: Locations, entry_id, as_json, no_index, **options):
 def activity_options(fn):
     """The scope and date options usage and sessions share: every project unless narrowed."""
     options = [
-        click.option(
-            "--scope", type=str, default=None, help="session, project or global [default: global; project with --cwd]"
-        ),
+        click.option("--scope", type=str, default=None, help="project or global [default: global; project with --cwd]"),
         click.option("--cwd", type=click.Path(file_okay=False), default=None, help="Narrow to this folder's project"),
         click.option("--since", metavar="DATE", help="From this day (YYYY-MM-DD, local) or ISO date-time"),
         click.option("--until", metavar="DATE", help="Up to this day (YYYY-MM-DD, local) or ISO date-time"),

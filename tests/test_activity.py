@@ -95,22 +95,37 @@ def test_usage_by_week_and_month_uses_iso_weeks_and_calendar_months(conn, world)
 
 
 @pytest.fixture
-def tokyo(monkeypatch):
-    """The local time zone is UTC+9 for this test (SQLite's localtime and Python's alike)."""
-    monkeypatch.setenv("TZ", "Asia/Tokyo")
-    time.tzset()
-    yield
+def local_zone(monkeypatch):
+    """Set the local time zone (TZ) for this test; the machine's own is back afterwards."""
+
+    def use(zone: str) -> None:
+        monkeypatch.setenv("TZ", zone)
+        time.tzset()
+
+    yield use
     monkeypatch.undo()
     time.tzset()
 
 
-def test_usage_by_day_counts_a_message_on_its_local_day(conn, locations, new_journal, tokyo):
+def test_usage_by_day_counts_a_message_on_its_local_day(conn, locations, new_journal, local_zone):
+    local_zone("Asia/Tokyo")
     late = new_journal("Apps/prjct", start=datetime(2026, 3, 15, 23, 30, tzinfo=UTC))
     late.assistant("late", usage=usage(10, 1, 0.01))
     index_all(conn, locations)
     days = by_key(activity.usage(conn, UsageRequest.create("day")))
     assert list(days) == ["2026-03-16"]  # 08:30 in Tokyo
     assert "2026-03-15" not in days
+
+
+def test_a_half_hour_zone_splits_one_utc_hour_at_its_local_midnight(conn, locations, new_journal, local_zone):
+    local_zone("Asia/Kolkata")  # UTC+5:30: 18:30 UTC is local midnight
+    j = new_journal("Apps/prjct", start=datetime(2026, 3, 15, 18, 14, tzinfo=UTC))
+    j.assistant("before midnight", usage=usage(10, 1, 0.01))  # 18:14 UTC, 23:44 local
+    j.tick(30 * 60)
+    j.assistant("after midnight", usage=usage(20, 2, 0.02))  # 18:44 UTC, 00:14 local
+    index_all(conn, locations)
+    days = by_key(activity.usage(conn, UsageRequest.create("day")))
+    assert {day: row["input_tokens"] for day, row in days.items()} == {"2026-03-15": 10, "2026-03-16": 20}
 
 
 def test_since_and_until_keep_the_messages_of_those_local_days(conn, world):
