@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from datetime import timedelta
 
 import pytest
 import pytest_asyncio
@@ -214,9 +215,11 @@ async def test_the_usage_page_stacks_cost_per_day_by_model_each_bar_linking_to_i
 async def test_the_usage_page_lists_models_projects_and_the_costliest_sessions(figures_ds, usage):
     res = await figures_ds.client.get("/-/pi-memory/usage", actor=ROOT)
     text = res.text
+    month = (local_noon(0) - timedelta(days=29)).date().isoformat()
     assert "$2.75" in text  # the total
     for model, cost in ((OPUS, "$2.00"), (SONNET, "$0.55"), (GPT, "$0.20")):
-        assert f'&amp;model={model}">{model}</a>' in text and cost in text  # its sessions, in the same period
+        # the legend, its name and its bar open its sessions in the page's period (the last 30 days)
+        assert cost in text and text.count(f'href="/-/pi-memory/sessions?since={month}&amp;model={model}"') == 3
     assert "$2.55" in text  # Apps/prjct
     assert text.index(usage["big"].session_id) < text.index(usage["other"].session_id)
     assert SECRET not in text
@@ -281,6 +284,7 @@ async def test_the_overview_shows_the_headline_figures_linked_to_the_usage_page(
     assert res.status_code == 200
     assert '<a href="/-/pi-memory/usage?since=">$2.75</a>' in res.text  # all time
     assert "3</a></strong> sessions with usage" in res.text
+    assert '<a href="/-/pi-memory/sessions">All sessions' in res.text
     alice = make_datasette(locations, permissions={ACTION: {"id": ["alice", "root"]}})
     async with running(alice):
         capped = await alice.client.get("/-/pi-memory", actor={"id": "alice"})
