@@ -431,3 +431,15 @@ async def test_sql_the_cli_the_api_and_the_pages_agree_with_the_journals(figures
     for model, figures in want["models"].items():
         row = per_model[per_model.index(f"model={model}") :]
         assert f"<strong>{money(figures['cost'])}</strong>" in row[: row.index("</tr>")], model
+
+
+@pytest.mark.asyncio
+async def test_a_forgotten_session_is_on_no_figures_page_nor_reply(locations, forgotten_session):
+    kept = forgotten_session["kept"].session_id
+    async with running(make_datasette(locations)) as datasette:
+        for path in ("/-/pi-memory/sessions", "/-/pi-memory/api/sessions", "/-/pi-memory/usage?since=", "/-/pi-memory"):
+            res = await datasette.client.get(path, actor=ROOT)
+            assert res.status_code == 200, path
+            assert not [secret for secret in forgotten_session["secrets"] if secret in res.text], path
+            if "sessions" in path:
+                assert kept in res.text, path
