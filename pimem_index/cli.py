@@ -754,8 +754,15 @@ def _echo_table(header: tuple[str, ...], rows: list[tuple[str, ...]], ruled: boo
 @click.option("--model", metavar="MODEL", help="Only sessions that used this model (e.g. claude-opus-4-5)")
 @click.option("--limit", default=None, metavar="N", help=f"Sessions, 1 to {requests.MAX_LIMIT} [default: 20]")
 @click.option("--offset", default=None, metavar="N", help="Skip this many (the next page: --offset 20)")
+@click.option(
+    "--sort",
+    type=click.Choice(requests.SESSION_SORTS),
+    default=None,
+    metavar="KEY",
+    help="cost, tokens or size (entries), largest first [default: date, newest]",
+)
 def sessions(locations: Locations, as_json, no_index, **options):
-    """Sessions newest first, with their duration, tokens, cost, models, tool calls and errors.
+    """Sessions newest first (or by --sort), with their duration, tokens, cost, models, tool calls and errors.
 
     Every project unless --cwd or --scope project narrows it.
 

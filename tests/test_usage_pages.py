@@ -14,12 +14,14 @@ from datetime import timedelta
 
 import pytest
 import pytest_asyncio
+from click.testing import CliRunner
 from commands import pimem
 from datasette.database import Database
 from plugin_world import HERON, ROOT, bearer, make_datasette, pimem_serve_datasette, running
 from usage_world import GPT, OPUS, SECRET, SONNET, expected, local_noon, write_usage_world
 
 from datasette_pi_memory.state import ACTION
+from pimem_index.cli import cli
 from pimem_index.indexer import index_all
 
 
@@ -443,3 +445,13 @@ async def test_a_forgotten_session_is_on_no_figures_page_nor_reply(locations, fo
             assert not [secret for secret in forgotten_session["secrets"] if secret in res.text], path
             if "sessions" in path:
                 assert kept in res.text, path
+
+
+def test_pimem_sessions_sorts_as_the_api_does(usage):
+    runner = CliRunner()
+    by_cost = runner.invoke(cli, ["sessions", "--sort", "cost", "--json", "--no-index"])
+    assert by_cost.exit_code == 0, by_cost.output
+    ids = [s["session_id"] for s in json.loads(by_cost.output)["sessions"]]
+    assert ids == [usage["big"].session_id, usage["other"].session_id, usage["small"].session_id]
+    wrong = runner.invoke(cli, ["sessions", "--sort", "name"])
+    assert wrong.exit_code == 2 and "'name' is not one of 'date', 'cost', 'tokens', 'size'" in wrong.output
