@@ -132,6 +132,15 @@ class Batch:
     # Reading the journal failed here (why, in one line): the writer records it, writes no more of it.
     failure: str | None = None
 
+    def __getstate__(self) -> dict:
+        """What a parsing process sends: rows, calls and results as plain tuples (the same values in
+        the same order). Pickle calls a named tuple's class once per row on each side, which took
+        three times as long as plain tuples for 22 values."""
+        state = dict(self.__dict__)
+        for name in ("rows", "calls", "results"):
+            state[name] = [tuple(values) for values in state[name]]
+        return state
+
 
 def failure_reason(error: BaseException) -> str:
     """An error as one redacted line, its type first, for journal_errors and stderr (a lone
