@@ -18,6 +18,7 @@ import re
 import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 import orjson
 
@@ -61,8 +62,7 @@ class SessionName:
     name: str | None
 
 
-@dataclass(slots=True, frozen=True)
-class ToolCall:
+class ToolCall(NamedTuple):
     """One tool call of an assistant message: its id, the tool, and its file argument if any."""
 
     call_id: str | None
@@ -70,8 +70,7 @@ class ToolCall:
     path: str | None
 
 
-@dataclass(slots=True, frozen=True)
-class Usage:
+class Usage(NamedTuple):
     """What an entry says happened, beside its text (each figure None when absent or unreadable):
     an assistant message's model, provider, stop reason, tokens, cost (dollars) and tool calls;
     a tool result's call id and outcome; a bash execution's exit code."""
@@ -261,9 +260,10 @@ def _message_entry(obj: dict, lineno: int) -> Entry | None:
     tool = None
     usage = NO_USAGE
     if kind == "assistant":
-        text, tools = blocks_text(message.get("content"))
+        text, calls = blocks_text(message.get("content"))
+        tools = dict.fromkeys(call.tool for call in calls if call.tool)
         tool = ",".join(tools) if tools else None
-        usage = assistant_usage(message)
+        usage = assistant_usage(message, calls)
     elif kind == "tool_result":
         text = content_text(message.get("content"))
         tool = _str_or_none(message.get("toolName"))
@@ -281,9 +281,9 @@ def _message_entry(obj: dict, lineno: int) -> Entry | None:
     return _entry(obj, lineno, kind, text, role=role, tool=tool, message=message, usage=usage)
 
 
-def assistant_usage(message: dict) -> Usage:
+def assistant_usage(message: dict, calls: tuple[ToolCall, ...] = ()) -> Usage:
     """An assistant message's figures: model, provider, stop reason, `usage` tokens and
-    `usage.cost.total`, and its tool calls; each unreadable figure dropped on its own."""
+    `usage.cost.total`, with its tool calls (`blocks_text`); each unreadable figure dropped on its own."""
     usage = message.get("usage")
     usage = usage if type(usage) is dict else {}
     cost = usage.get("cost")
@@ -296,7 +296,7 @@ def assistant_usage(message: dict) -> Usage:
         cache_read_tokens=_count(usage.get("cacheRead")),
         cache_write_tokens=_count(usage.get("cacheWrite")),
         cost=_dollars(cost.get("total")) if type(cost) is dict else None,
-        calls=tool_calls(message.get("content")),
+        calls=calls,
     )
 
 
@@ -304,19 +304,14 @@ def assistant_usage(message: dict) -> Usage:
 PATH_ARGUMENTS = ("path", "file_path")
 
 
-def tool_calls(content) -> tuple[ToolCall, ...]:
-    """The toolCall blocks of a message's content, in order (blocks_text has checked their shape)."""
-    if type(content) is not list:
-        return ()
-    calls = []
-    for block in content:
-        if type(block) is dict and block.get("type") == "toolCall":
-            arguments = block.get("arguments")
-            path = None
-            if type(arguments) is dict:
-                path = next((a for a in map(arguments.get, PATH_ARGUMENTS) if type(a) is str and a), None)
-            calls.append(ToolCall(_label(block.get("id")), _label(block.get("name")), path))
-    return tuple(calls)
+def _file_argument(arguments) -> str | None:
+    """The file a tool call works on: its first non-empty `path` or `file_path` string argument."""
+    if type(arguments) is dict:
+        for key in PATH_ARGUMENTS:
+            value = arguments.get(key)
+            if type(value) is str and value:
+                return value
+    return None
 
 
 def content_text(content) -> str:
@@ -324,18 +319,18 @@ def content_text(content) -> str:
     return blocks_text(content)[0]
 
 
-def blocks_text(content) -> tuple[str, list[str]]:
+def blocks_text(content) -> tuple[str, tuple[ToolCall, ...]]:
     """Text, plain thinking and tool calls (name and arguments) of a message's content, and the
-    names of the tools it calls; never thinking signatures, redacted reasoning or image data.
+    tool calls themselves; never thinking signatures, redacted reasoning or image data.
     Block types we do not know are left out; a block that is not an object is malformed."""
     if type(content) is str:
-        return content, []
+        return content, ()
     if type(content) is not list:
         if content is None:
-            return "", []
+            return "", ()
         raise Malformed("content is neither text nor a list of blocks")
     parts: list[str] = []
-    tools: list[str] = []
+    calls: list[ToolCall] = []
     for block in content:
         if type(block) is not dict:
             raise Malformed("a content block is not an object")
@@ -347,14 +342,14 @@ def blocks_text(content) -> tuple[str, list[str]]:
                 parts.append(_str(block.get("thinking")))
         elif btype == "toolCall":
             name = _str(block.get("name"))
-            if name and name not in tools:
-                tools.append(name)
-            parts.append(tool_call_text(name, block.get("arguments")))
+            arguments = block.get("arguments")
+            calls.append(ToolCall(_label(block.get("id")), name or None, _file_argument(arguments)))
+            parts.append(tool_call_text(name, arguments))
         elif btype == "image":
             parts.append(IMAGE_MARKER)
         elif type(btype) is not str:
             raise Malformed("a content block's type is not a string")
-    return "\n".join(p for p in parts if p), tools
+    return "\n".join(p for p in parts if p), tuple(calls)
 
 
 def tool_call_text(name: str, arguments) -> str:

@@ -8,6 +8,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from passes import threaded_or_bulk
 
 from pimem_index import forget, journal
 from pimem_index.indexer import index_all
@@ -91,9 +92,10 @@ def same(index: dict[str, dict], journals: dict[str, dict]) -> None:
         assert {k: v for k, v in got.items() if k != "cost"} == {k: v for k, v in want.items() if k != "cost"}
 
 
-@pytest.fixture
-def history(conn, locations, new_journal):
-    """Two sessions over two models, with a failed tool call, a non-zero exit and an edit."""
+@pytest.fixture(params=[False, True], ids=["thread", "processes"])
+def history(request, conn, locations, new_journal):
+    """Two sessions over two models, with a failed tool call, a non-zero exit and an edit, indexed by
+    a pass parsing in a thread or in parsing processes (whose batches travel pickled)."""
     a = new_journal("Apps/prjct")
     a.user("fix the login")
     a.assistant(
@@ -115,7 +117,7 @@ def history(conn, locations, new_journal):
     b = new_journal("Apps/other")
     b.user("summarise")
     b.assistant("done", model="gpt-5", provider="openai", usage=usage(50, 5, 0.001))
-    index_all(conn, locations)
+    index_all(conn, locations, settings=threaded_or_bulk(request.param))
     return a, b
 
 
