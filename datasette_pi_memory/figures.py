@@ -219,7 +219,7 @@ async def usage_page(datasette, request):
             **data,
             "all_projects": allowed("global", max_scope),
             "colour": html.colours([m["key"] for m in (data["report"] or {}).get("models", [])]),
-            "periods": _period_links(usage_base, request.args.get("cwd"), today),
+            "periods": _period_links(usage_base, params, today),
             "sessions_link": sessions_link,
             "bar_link": lambda bar, model: sessions_link(since=bar["since"], until=bar["until"], model=model),
             "model_link": lambda model: sessions_link(model=model),
@@ -229,11 +229,13 @@ async def usage_page(datasette, request):
     )
 
 
-def _period_links(base: str, cwd: str | None, today: date) -> list[tuple[str, str]]:
-    """The usage page's quick periods: the last 7, 30, 90 and 365 days, and all time (an empty since)."""
-    links = [(label, [("since", (today - timedelta(days=days - 1)).isoformat())]) for label, days in PERIODS]
-    links.append(("All time", [("since", "")]))
-    return [(label, base + "?" + urlencode(([("cwd", cwd)] if cwd else []) + pairs)) for label, pairs in links]
+def _period_links(base: str, params: dict, today: date) -> list[tuple[str, str, bool]]:
+    """The usage page's quick periods (the last 7, 30, 90 and 365 days, and all time: an empty since),
+    each with its link and whether it is the period shown."""
+    starts = [(label, (today - timedelta(days=days - 1)).isoformat()) for label, days in PERIODS] + [("All time", "")]
+    cwd = [("cwd", params["cwd"])] if params["scope"] == "project" and params["cwd"] else []
+    shown = None if params["until"] else (params["since"] or "")
+    return [(label, base + "?" + urlencode([*cwd, ("since", since)]), since == shown) for label, since in starts]
 
 
 ROUTES = [

@@ -238,6 +238,16 @@ async def test_the_usage_page_charts_a_long_period_per_week(figures_ds, usage):
     assert "Cost per day" not in res.text
 
 
+@pytest.mark.asyncio
+async def test_the_usage_page_shows_the_last_30_days_unless_asked_and_marks_the_period_shown(figures_ds, usage):
+    default = (await figures_ds.client.get("/-/pi-memory/usage", actor=ROOT)).text
+    assert 'aria-current="true">Last 30 days</a>' in default and 'aria-current="true">All time' not in default
+    every = (await figures_ds.client.get("/-/pi-memory/usage?since=", actor=ROOT)).text
+    assert 'aria-current="true">All time</a>' in every and 'aria-current="true">Last 30 days' not in every
+    first = local_noon(3).date().isoformat()
+    assert f"{first} to {local_noon(0).date().isoformat()} (local days)" in every  # from the first day with figures
+
+
 # ---- who sees the figures pages -----------------------------------------------------------------
 
 
