@@ -39,7 +39,7 @@ from pathlib import Path
 import orjson
 
 #: bump when the output for a given seed changes, so benchmarks/run.py regenerates old corpora
-CORPUS_VERSION = 3
+CORPUS_VERSION = 4  # 4: three models, each priced as its provider prices it
 MB = 1024 * 1024
 DAY_MS = 86_400_000
 
@@ -399,10 +399,15 @@ def make_needle(rng: random.Random, blob: str, used: set[str]) -> str:
 
 MODELS = [
     ("anthropic", "anthropic-messages", "claude-sonnet-4-5"),
-    ("anthropic", "anthropic-messages", "claude-opus-4-1"),
+    ("anthropic", "anthropic-messages", "claude-opus-4-5"),
     ("openai", "openai-responses", "gpt-5"),
-    ("google", "google-generative-ai", "gemini-2.5-pro"),
 ]
+# Dollars per million tokens: input, output, cache read, cache write (the providers' list prices).
+PRICES = {
+    "claude-sonnet-4-5": (3.0, 15.0, 0.30, 3.75),
+    "claude-opus-4-5": (5.0, 25.0, 0.50, 6.25),
+    "gpt-5": (1.25, 10.0, 0.125, 0.0),
+}
 USER_ASKS = [
     "fix the failing test in {p}",
     "why does {p} raise on empty input?",
@@ -602,13 +607,9 @@ class Session:
         u = {"input": inp, "output": out_tokens, "cacheRead": cr, "cacheWrite": cw}
         if self.version >= 3:
             u["totalTokens"] = inp + out_tokens + cr + cw
-        u["cost"] = {
-            "input": round(inp * 3e-6, 6),
-            "output": round(out_tokens * 15e-6, 6),
-            "cacheRead": round(cr * 3e-7, 6),
-            "cacheWrite": round(cw * 3.75e-6, 6),
-            "total": round(inp * 3e-6 + out_tokens * 15e-6 + cr * 3e-7 + cw * 3.75e-6, 6),
-        }
+        parts = [n * price / 1e6 for n, price in zip((inp, out_tokens, cr, cw), PRICES[self.model[2]], strict=True)]
+        u["cost"] = dict(zip(("input", "output", "cacheRead", "cacheWrite"), (round(p, 6) for p in parts), strict=True))
+        u["cost"]["total"] = round(sum(parts), 6)
         return u
 
     def assistant(self, tool_calls: list[dict]) -> None:

@@ -81,6 +81,20 @@ TARGETS = {
     "search_common_p50_ms": (None, None, "common words and phrases, project scope", "ms"),
     "search_common_p95_ms": (None, None, "", "ms"),
     "read_p50_ms": ("<=", 5, "issue 3: read p50", "ms"),
+    "usage_ms": (
+        "<=",
+        200,
+        "issue 17: pimem usage (every grouping, global) p50; <= 200 ms here is < 1 s at 2.5 GB",
+        "ms",
+    ),
+    "usage_max_ms": (None, None, "the slowest grouping", "ms"),
+    "usage_cli_ms": (
+        None,
+        None,
+        "`pimem usage --by model --no-index --json` as a process (Python start included)",
+        "ms",
+    ),
+    "sessions_ms": (None, None, "`pimem sessions` first page of 20, global, p50", "ms"),
     "api_search_p50_ms": ("<=", 15, "issue 4: HTTP API search p50", "ms"),
     "api_search_p95_ms": ("<=", 60, "issue 4: HTTP API search p95", "ms"),
     "api_backfill_p95_ms": ("<=", 150, "issue 4: API p95 during a cold backfill", "ms"),
@@ -635,6 +649,48 @@ class Bench:
             )
         conn.close()
 
+    # usage -------------------------------------------------------------------
+    def usage_bench(self, db_path: Path) -> None:
+        """activity.usage for every grouping and activity.sessions' first page over the whole index
+        (warm, rounds), and `pimem usage` as a process, as a user runs it."""
+        ok, why = module_available("pimem_index.activity")
+        if not ok:
+            self.unavailable(["usage_ms", "usage_max_ms", "usage_cli_ms", "sessions_ms"], f"{NOT_AVAILABLE}: {why}")
+            return
+        from pimem_index import activity, requests
+
+        conn, _loc = self.open_lib(db_path, [])
+        by_grouping: dict[str, list[float]] = {by: [] for by in requests.USAGE_BY}
+        sessions: list[float] = []
+        for _round in range(self.args.rounds + 1):  # the first round warms the cache
+            for by in requests.USAGE_BY:
+                t = time.perf_counter()
+                activity.usage(conn, requests.UsageRequest.create(by, home="/home/u"))
+                if _round:
+                    by_grouping[by].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            activity.sessions(conn, requests.SessionsRequest.create(home="/home/u"))
+            if _round:
+                sessions.append(time.perf_counter() - t)
+        conn.close()
+        every = [x for v in by_grouping.values() for x in v]
+        self.metrics["usage_ms"] = ms(pct(every, 0.5))
+        self.metrics["usage_max_ms"] = ms(max(every))
+        self.metrics["sessions_ms"] = ms(pct(sessions, 0.5))
+        self.details["usage_ms_by_grouping"] = {by: ms(pct(v, 0.5)) for by, v in by_grouping.items()}
+        cli = [PY, "-m", "pimem_index", "usage", "--by", "model", "--no-index", "--json", "--db", str(db_path)]
+        walls = []
+        for _ in range(3):
+            t = time.perf_counter()
+            subprocess.run(cli, env=self.env, check=True, capture_output=True, timeout=120)
+            walls.append(time.perf_counter() - t)
+        self.metrics["usage_cli_ms"] = ms(min(walls))
+        self.log(
+            f"  usage p50 {self.metrics['usage_ms']} ms (max {self.metrics['usage_max_ms']} ms; by grouping "
+            f"{self.details['usage_ms_by_grouping']}); sessions {self.metrics['sessions_ms']} ms; "
+            f"pimem usage as a process {self.metrics['usage_cli_ms']} ms"
+        )
+
     # freshness ---------------------------------------------------------------
     def freshness(self, db_path: Path) -> None:
         ok, why = module_available("pimem_index.query")
@@ -1013,6 +1069,11 @@ class Bench:
                 self.search_bench(db_path)
             except Exception:  # noqa: BLE001
                 self.record_failure(["search_p50_ms", "search_p95_ms", "read_p50_ms"])
+            self.log("usage and sessions (in-process and pimem usage)")
+            try:
+                self.usage_bench(db_path)
+            except Exception:  # noqa: BLE001
+                self.record_failure(["usage_ms", "usage_max_ms", "usage_cli_ms", "sessions_ms"])
             self.log("append -> searchable")
             try:
                 self.freshness(db_path)

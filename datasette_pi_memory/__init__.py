@@ -15,7 +15,7 @@ from datasette.permissions import Action, PermissionSQL
 
 from pimem_index import query
 
-from . import access, background, catalog, daemon, login, render, tokens, views
+from . import access, background, catalog, daemon, figures, login, render, tokens, views
 from .state import ACTION, ACTION_ABBR, AGENT_ID, PLUGIN, discard_state, settings_for, state
 
 
@@ -78,7 +78,7 @@ def register_token_handler(datasette):
 
 @hookimpl
 def register_routes(datasette):
-    return [*views.ROUTES, (rf"^{login.ROUTE}$", login.login_view)]
+    return [*views.ROUTES, *figures.ROUTES, (rf"^{login.ROUTE}$", login.login_view)]
 
 
 @hookimpl
@@ -93,7 +93,9 @@ def menu_links(datasette, actor, request):
 
 @hookimpl
 def render_cell(row, value, column, table, pks, database, datasette, request, column_type):
-    return render.entry_cell(row, column, table, pks, database, datasette, request)
+    return render.entry_cell(row, column, table, pks, database, datasette, request) or render.link_cell(
+        row, value, column, database, datasette
+    )
 
 
 @hookimpl

@@ -1,4 +1,4 @@
-"""The JSON API the Pi tool calls: search, read, summaries, status.
+"""The JSON API the Pi tool calls: search, read, summaries, status, usage and sessions.
 
 Replies are exactly what pimem_index.query returns. Everything here runs on a worker
 thread with the thread's own pimem connection.
@@ -6,11 +6,11 @@ thread with the thread's own pimem connection.
 
 from __future__ import annotations
 
-from pimem_index import indexer, query
+from pimem_index import activity, indexer, query
 from pimem_index.locations import Locations, checked_journal
-from pimem_index.requests import ReadRequest, SearchRequest
+from pimem_index.requests import ReadRequest, SearchRequest, SessionsRequest, UsageRequest
 
-ACTIONS = ("search", "read", "summaries", "status")
+ACTIONS = ("search", "read", "summaries", "status", "usage", "sessions")
 
 
 def route_list() -> str:
@@ -35,6 +35,10 @@ def call(conn, locations: Locations, action: str, args: dict, max_scope: str) ->
         indexer.index_journal(conn, journal)
     if action == "read":
         return query.read(conn, locations, ReadRequest.from_args(conn, args, max_scope=max_scope, journal_path=journal))
+    if action == "usage":
+        return activity.usage(conn, UsageRequest.from_args(conn, args, max_scope=max_scope, journal_path=journal))
+    if action == "sessions":
+        return activity.sessions(conn, SessionsRequest.from_args(conn, args, max_scope=max_scope, journal_path=journal))
     request = SearchRequest.from_args(
         conn, args, max_scope=max_scope, journal_path=journal, summaries=action == "summaries"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from urllib.parse import urlencode
 
 from markdown_it import MarkdownIt
@@ -99,3 +100,72 @@ def activity_svg(days: list[dict], height: int = 120) -> Markup:
         f"<title>{escape(title)}</title>{''.join(bars)}</svg>"
         f'<div class="pi-memory-chart-days">{"".join(labels)}</div></div></figure>'
     )
+
+
+# ---- figures: money, tokens, durations, bars -------------------------------------------------
+
+# One colour per model on the usage page, in the order the models cost (the rest share the last).
+MODEL_COLOURS = ("#276890", "#d9822b", "#4a9a4a", "#8a5bb0", "#c0392b", "#17a2b8", "#b5a300", "#7f7f7f")
+
+
+def money(cost: float | None) -> str:
+    """Dollars as people read them: $1,234.56, $0.20, $0.0104 (under a cent: 4 decimals), - for none."""
+    if cost is None:
+        return "-"
+    if cost == 0:
+        return "$0"
+    return f"${cost:,.2f}" if abs(cost) >= 0.01 else f"${cost:.4f}"
+
+
+def tokens(count: int | None) -> str:
+    """A token count shortened: 917, 3.1 k, 42.6 M, 1.2 B."""
+    if count is None:
+        return "-"
+    for size, unit in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(count) >= size:
+            return f"{count / size:,.1f} {unit}"
+    return f"{count:,}"
+
+
+def duration(seconds: int | None) -> str:
+    """A duration as 45 s, 12 min, 3 h 05 min or 2 d 4 h."""
+    if seconds is None:
+        return "-"
+    seconds = max(int(seconds), 0)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {minutes:02d} min"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h"
+
+
+def colours(names: list[str]) -> dict[str, str]:
+    """A colour for each name (models, costliest first), the palette's last for any past it."""
+    return {name: MODEL_COLOURS[min(i, len(MODEL_COLOURS) - 1)] for i, name in enumerate(names)}
+
+
+def share(value: float | None, peak: float | None) -> str:
+    """value as a percentage of peak for a CSS width or height (0 to 100, 2 decimals)."""
+    if not value or not peak:
+        return "0"
+    return f"{min(100.0, 100.0 * value / peak):.2f}"
+
+
+def short_path(path: str | None) -> str:
+    """A folder with the home folder written ~ (as people read their projects)."""
+    path = path or ""
+    home = os.path.expanduser("~").rstrip("/")
+    if home and (path == home or path.startswith(home + "/")):
+        return "~" + path[len(home) :]
+    return path
+
+
+def folder(path: str | None) -> Markup:
+    """A folder for a table cell: home as ~, a line-break opportunity after each slash, the full path on hover."""
+    parts = short_path(path).split("/")
+    return Markup(f'<span title="{escape(path or "")}">' + "/<wbr>".join(str(escape(p)) for p in parts) + "</span>")

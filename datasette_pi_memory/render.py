@@ -7,6 +7,10 @@ pimem_index.browse refuses journals outside the journal folders.
 
 The text goes in the `length` cell: offset and length are the pointer into the journal,
 and the text is what those bytes say. The number stays visible and sortable.
+
+Ids link to the plugin's pages (`link_cell`): in any table, view, canned query or SQL result of
+the index database, a `session_id` cell links to the session's page and an `entry_id` cell to
+the read page. A link reads nothing; the page it opens checks the permission itself.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from .html import qs
 from .state import ACTION, same_file, state
 
 RENDER_TABLE = "entries"
+SESSION_COLUMN = "session_id"
+ENTRY_COLUMN = "entry_id"
 RENDER_COLUMN = "length"
 PREVIEW_CHARS = 400
 
@@ -76,3 +82,24 @@ def cell_html(datasette, data: dict, length) -> Markup:
         parts.append(f' &middot; <a href="{escape(session_url(datasette, data))}">in its session</a>')
     parts.append("</div>")
     return Markup("".join(parts))
+
+
+def link_cell(row, value, column, database, datasette):
+    """A `session_id` or `entry_id` cell of the index database as a link to its plugin page, else None."""
+    if column not in (SESSION_COLUMN, ENTRY_COLUMN) or not isinstance(value, str) or not value:
+        return None
+    if not database or database != state(datasette).settings.database:
+        return None
+    if column == SESSION_COLUMN:
+        href = datasette.urls.path("/-/pi-memory/sessions/") + quote(value, safe="")
+    else:
+        href = datasette.urls.path("/-/pi-memory/read") + "?" + qs(id=value, session_id=_cell(row, SESSION_COLUMN))
+    return Markup(f'<a href="{escape(href)}">{escape(value)}</a>')
+
+
+def _cell(row, column: str):
+    """A row's value in `column`, None when the row has no such column."""
+    try:
+        return row[column]
+    except (KeyError, IndexError):
+        return None

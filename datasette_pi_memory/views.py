@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import logging
+from datetime import datetime, timedelta
 from urllib.parse import quote
 
 from datasette import Forbidden, NotFound, Response
 
-from pimem_index import browse, conversation, db, journal, query
+from pimem_index import activity, browse, conversation, db, journal, query
 from pimem_index.errors import Arg, UserError
-from pimem_index.requests import ReadRequest, check_offset, query_args
-from pimem_index.scope import EXAMPLE_CWD, offered, page_default_scope, wider
+from pimem_index.requests import ReadRequest, SessionsRequest, UsageRequest, check_offset, query_args
+from pimem_index.scope import EXAMPLE_CWD, figures_scope, offered, page_default_scope, wider
 from pimem_index.words import counted, noun
 
 from . import api, html
@@ -102,6 +103,12 @@ async def render(datasette, request, template: str, context: dict, status: int =
         "fold_chars": FOLD_CHARS,
         "counted": counted,
         "noun": noun,
+        "money": html.money,
+        "tokens": html.tokens,
+        "duration": html.duration,
+        "share": html.share,
+        "folder": html.folder,
+        "short_path": html.short_path,
     }
     body = await datasette.render_template(template, {**base, **context}, request=request)
     return Response.html(body, status=status, headers={"cache-control": "no-store"})
@@ -115,6 +122,8 @@ def _urls(datasette) -> dict:
         "summaries": path("/-/pi-memory/summaries"),
         "read": path("/-/pi-memory/read"),
         "sessions": path("/-/pi-memory/sessions/"),
+        "session_list": path("/-/pi-memory/sessions"),
+        "usage": path("/-/pi-memory/usage"),
     }
 
 
@@ -128,11 +137,36 @@ def _overview(conn, locations):
     }
 
 
+HEADLINE_DAYS = 30
+
+
+def _headline(conn, max_scope: str) -> dict | None:
+    """The overview's usage figures, all time and over the last HEADLINE_DAYS days, in the figures
+    pages' scope (scope.figures_scope); None when there is no project to show."""
+    projects = browse.projects(conn, limit=1)
+    scope, cwd = figures_scope(None, max_scope, projects[0]["cwd"] if projects else None)
+    if scope == "project" and cwd is None:
+        return None
+    since = (datetime.now().astimezone().date() - timedelta(days=HEADLINE_DAYS - 1)).isoformat()
+    figures = {}
+    for name, start in (("all", None), ("recent", since)):
+        request = UsageRequest.create("model", scope=scope, cwd=cwd, since=start, max_scope=max_scope)
+        figures[name] = activity.usage(conn, request)
+    return {
+        "root": figures["all"]["root"],
+        "all": figures["all"]["total"],
+        "recent": figures["recent"]["total"],
+        "days": HEADLINE_DAYS,
+        "since": since,
+    }
+
+
 async def index_page(datasette, request):
     await ensure_pages_allowed(datasette, request)
     memory = state(datasette)
     data = await memory.run(_overview, memory.locations)
     max_scope = memory.max_scope_for(request.actor)
+    data["headline"] = await memory.run(_headline, max_scope)
     return await render(
         datasette,
         request,
@@ -260,6 +294,15 @@ def _session_params(args) -> dict:
     return {"offset": offset, "entry": args.get("entry") or None, "leaf": args.get("leaf") or None}
 
 
+def _session_figures(conn, session_id: str) -> dict | None:
+    """The session's row of the sessions view (models, duration, tokens, cost, tool calls, errors) for its header."""
+    try:
+        found = activity.sessions(conn, SessionsRequest.create(session_id=session_id, limit=1))["sessions"]
+    except UserError:  # not in the index (any more)
+        return None
+    return found[0] if found else None
+
+
 async def session_page(datasette, request):
     await ensure_pages_allowed(datasette, request)
     memory = state(datasette)
@@ -274,7 +317,8 @@ async def session_page(datasette, request):
         raise NotFound(f"No indexed session {session_id}")
     if params["entry"]:
         return Response.redirect(_entry_url(datasette, data, params["entry"]))
-    return await render(datasette, request, "pi_memory_session.html", {"session": data})
+    figures = await memory.run(_session_figures, session_id)
+    return await render(datasette, request, "pi_memory_session.html", {"session": data, "figures": figures})
 
 
 def _entry_url(datasette, data: dict, entry_id: str) -> str:

@@ -133,16 +133,10 @@ def recent_sessions(conn: db.Connection, locations: Locations, limit: int = 15) 
     ).fetchall()
     out = []
     for file_id, sid, name, cwd, started, last, count, size in rows:
-        title = name
-        if not title:
-            first = select_entries(conn, "e.file_id = ? AND e.kind = 'user' ORDER BY e.line LIMIT 1", (file_id,))
-            if first:
-                text, _missing, _total = _text(conn, locations, first[0], TITLE_CHARS * 4)
-                title = one_line(text, TITLE_CHARS) if text else None
         out.append(
             {
                 "session_id": sid,
-                "title": title,
+                "title": name or _first_message(conn, locations, "e.file_id = ?", file_id),
                 "name": name,
                 "cwd": cwd,
                 "started": started,
@@ -152,6 +146,23 @@ def recent_sessions(conn: db.Connection, locations: Locations, limit: int = 15) 
             }
         )
     return out
+
+
+def titled(conn: db.Connection, locations: Locations, sessions: list[dict]) -> list[dict]:
+    """Sessions (dicts with `session_id` and `name`) with a `title`: the name (stored redacted), else the
+    session's first user message, reread and redacted, on one line."""
+    for s in sessions:
+        s["title"] = s.get("name") or _first_message(conn, locations, "f.session_id = ?", s["session_id"])
+    return sessions
+
+
+def _first_message(conn: db.Connection, locations: Locations, where: str, value) -> str | None:
+    """The first user message of the journals `where` picks (by one value), redacted, on one line."""
+    first = select_entries(conn, f"{where} AND e.kind = 'user' ORDER BY f.started, f.id, e.line LIMIT 1", (value,))
+    if not first:
+        return None
+    text, _missing, _total = _text(conn, locations, first[0], TITLE_CHARS * 4)
+    return one_line(text, TITLE_CHARS) if text else None
 
 
 def one_line(text: str, limit: int) -> str:

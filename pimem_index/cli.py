@@ -16,7 +16,7 @@ from importlib.metadata import entry_points
 import click
 import orjson
 
-from . import __version__, db, forget, indexer, journal, lease, parsing, query, requests, store, wordforms
+from . import __version__, activity, db, forget, indexer, journal, lease, parsing, query, requests, store, wordforms
 from . import scope as scopes
 from .errors import Arg, UserError
 from .locations import Locations, checked_journal, discover, resolve
@@ -712,3 +712,136 @@ def _not_found(entry_id: str, scope: str) -> UserError:
     if wider:
         return UserError(f"no entry {entry_id} in the {scope} scope; try a wider one", Arg("scope", wider))
     return UserError(f"no entry {entry_id} in the index (find ids with: pimem search QUERY --scope global)")
+
+
+def activity_options(fn):
+    """The scope and date options usage and sessions share: every project unless narrowed."""
+    options = [
+        click.option("--scope", type=str, default=None, help="project or global [default: global; project with --cwd]"),
+        click.option("--cwd", type=click.Path(file_okay=False), default=None, help="Narrow to this folder's project"),
+        click.option("--since", metavar="DATE", help="From this day (YYYY-MM-DD, local) or ISO date-time"),
+        click.option("--until", metavar="DATE", help="Up to this day (YYYY-MM-DD, local) or ISO date-time"),
+        click.option("--json", "as_json", is_flag=True, help="Print JSON (the same shape as the HTTP API)"),
+        click.option("--no-index", is_flag=True, help="Read the index as it is, without indexing new lines first"),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+@cli.command()
+@common
+@click.option("--by", default="day", show_default=True, help="Count per: " + ", ".join(requests.USAGE_BY))
+@activity_options
+def usage(locations: Locations, as_json, no_index, **options):
+    """Tokens and cost per day, week, month, model, project or session, with a total.
+
+    Every project unless --cwd or --scope project narrows it. Days are local; weeks are ISO (2026-W11).
+
+    \b
+    Examples:
+        pimem usage --by model --since 2026-03-01
+        pimem usage --by week --cwd ~/Apps/prjct --json
+    """
+    conn = open_index(locations, create=not no_index)
+    if not no_index:
+        _catch_up(conn, locations, as_json)
+    data = activity.usage(conn, requests.UsageRequest.from_options(**options))
+    if as_json:
+        emit_json(data)
+        return
+    header = (data["by"], "input", "output", "cache read", "cache write", "total", "cost $", "messages", "sessions")
+    rows = [_usage_cells(row["key"], row) for row in data["rows"]]
+    _echo_table(header, [*rows, _usage_cells("total", data["total"])], ruled=bool(rows))
+
+
+def _usage_cells(key, figures: dict) -> tuple[str, ...]:
+    keys = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens")
+    return (
+        "-" if key is None else str(key),
+        *(f"{figures[k]:,}" for k in keys),
+        f"{figures['cost']:,.2f}",
+        f"{figures['messages']:,}",
+        f"{figures['sessions']:,}",
+    )
+
+
+def _echo_table(header: tuple[str, ...], rows: list[tuple[str, ...]], ruled: bool = False) -> None:
+    """Columns padded to their widest cell, the first left-aligned, numbers right; with `ruled`, a
+    rule above the last row (a total)."""
+    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
+
+    def line(cells) -> str:
+        return "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        )
+
+    click.secho(line(header), bold=True)
+    for i, row in enumerate(rows):
+        if ruled and i == len(rows) - 1:
+            click.echo("  ".join("-" * w for w in widths))
+        click.echo(line(row))
+
+
+@cli.command()
+@common
+@activity_options
+@click.option("--model", metavar="MODEL", help="Only sessions that used this model (e.g. claude-opus-4-5)")
+@click.option("--limit", default=None, metavar="N", help=f"Sessions, 1 to {requests.MAX_LIMIT} [default: 20]")
+@click.option("--offset", default=None, metavar="N", help="Skip this many (the next page: --offset 20)")
+@click.option(
+    "--sort",
+    type=click.Choice(requests.SESSION_SORTS),
+    default=None,
+    metavar="KEY",
+    help="cost, tokens or size (entries), largest first [default: date, newest]",
+)
+def sessions(locations: Locations, as_json, no_index, **options):
+    """Sessions newest first (or by --sort), with their duration, tokens, cost, models, tool calls and errors.
+
+    Every project unless --cwd or --scope project narrows it.
+
+    \b
+    Examples:
+        pimem sessions --since 2026-03-01 --model claude-opus-4-5
+        pimem sessions --cwd ~/Apps/prjct --limit 50 --json
+    """
+    conn = open_index(locations, create=not no_index)
+    if not no_index:
+        _catch_up(conn, locations, as_json)
+    data = activity.sessions(conn, requests.SessionsRequest.from_options(**options))
+    if as_json:
+        emit_json(data)
+        return
+    header = ("last activity", "session", "project", "time", "tokens", "cost $", "models", "tools", "errors")
+    rows = [
+        (
+            _local_time(s["last_activity"]),
+            s["session_id"][:8],
+            s["cwd"] or "",
+            _duration(s["duration_s"]),
+            f"{s['input_tokens'] + s['output_tokens']:,}",
+            f"{s['cost']:,.2f}",
+            ",".join(s["models"]),
+            f"{s['tool_calls']:,}",
+            f"{s['errors']:,}",
+        )
+        for s in data["sessions"]
+    ]
+    if not rows:
+        click.echo("No sessions.")
+        return
+    _echo_table(header, rows)
+    if data["next_offset"] is not None:
+        click.secho(f"[more: --offset {data['next_offset']}]", fg="yellow")
+
+
+def _duration(seconds: int | None) -> str:
+    """A duration as 45s, 12m or 3h05m."""
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"

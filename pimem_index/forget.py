@@ -102,8 +102,7 @@ def forget_session(conn: db.Connection, locations: Locations, session_id: str) -
 def _delete_rows(conn: db.Connection, select: str, params: list, file_id: int) -> None:
     with db.write(conn):
         rowids = [r[0] for r in conn.execute(select, params)]
-        conn.executemany("DELETE FROM entries_fts WHERE rowid = ?", [(r,) for r in rowids])
-        conn.executemany("DELETE FROM entries WHERE rowid = ?", [(r,) for r in rowids])
+        store.delete_entries(conn, rowids)
         conn.execute("UPDATE files SET entry_count = MAX(0, entry_count - ?) WHERE id = ?", (len(rowids), file_id))
 
 

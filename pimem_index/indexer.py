@@ -399,6 +399,7 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: parsing.Batch, expe
             first = conn.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM entries").fetchone()[0]
             session_id, cwd = conn.execute("SELECT session_id, cwd FROM files WHERE id = ?", (file_id,)).fetchone()
             _insert_rows(conn, first, file_id, session_id, store.scope_terms(cwd, session_id), batch)
+            _insert_calls(conn, first, file_id, batch)
         params = {
             "id": file_id,
             "cursor": batch.end,
@@ -445,6 +446,16 @@ NULLABLE = {
     "role": "NULLIF(?, '')",
     "tool": "NULLIF(?, '')",
     "tokens_before": f"NULLIF(?, {parsing.NO_INT})",
+    "model": "NULLIF(?, '')",
+    "provider": "NULLIF(?, '')",
+    "stop_reason": "NULLIF(?, '')",
+    "input_tokens": f"NULLIF(?, {parsing.NO_INT})",
+    "output_tokens": f"NULLIF(?, {parsing.NO_INT})",
+    "cache_read_tokens": f"NULLIF(?, {parsing.NO_INT})",
+    "cache_write_tokens": f"NULLIF(?, {parsing.NO_INT})",
+    "cost": f"NULLIF(?, {parsing.NO_INT})",
+    "is_error": f"NULLIF(?, {parsing.NO_INT})",
+    "exit_code": f"NULLIF(?, {parsing.NO_EXIT})",
 }
 # Rows per multi-row INSERT: few statements (SQLite releases the GIL for each one, so the
 # parsing thread runs meanwhile; executemany would hand the GIL back and forth per row),
@@ -501,6 +512,41 @@ def _insert_rows(
         for k, text in enumerate(texts):
             terms += (rowid + k, store.fts_text(text, scope))
         conn.execute(_insert_sql("entries_fts", ("rowid", "text"), len(texts)), terms)
+
+
+def _insert_calls(conn: db.Connection, first: int, file_id: int, batch: parsing.Batch) -> None:
+    """Insert a batch's tool calls, each paired with its result by call id: a result in the same
+    batch directly, one answering a call of an earlier batch of this journal by updating that call."""
+    # Positions, not names: a batch from a parsing process carries plain tuples (parsing.Batch.__getstate__).
+    calls = [
+        [first + row, call_id or None, tool or None, path or None, None, None]
+        for row, call_id, tool, path in batch.calls
+    ]
+    waiting: dict[str, list] = {}
+    for call in calls:
+        if call[1] is not None:
+            waiting.setdefault(call[1], call)
+    earlier = []
+    for row, call_id, outcome in batch.results:
+        is_error = None if outcome == parsing.NO_INT else outcome
+        call = waiting.pop(call_id, None)
+        if call is None:
+            earlier.append((first + row, is_error, call_id, file_id))
+        else:
+            call[4], call[5] = first + row, is_error
+    if calls:
+        conn.executemany(
+            "INSERT INTO tool_calls (entry_rowid, call_id, tool, path, result_rowid, is_error) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            calls,
+        )
+    if earlier:
+        conn.executemany(
+            "UPDATE tool_calls SET result_rowid = ?, is_error = ? WHERE rowid = (SELECT c.rowid FROM tool_calls c "
+            "JOIN entries e ON e.rowid = c.entry_rowid WHERE c.call_id = ? AND c.result_rowid IS NULL "
+            "AND e.file_id = ? ORDER BY c.rowid LIMIT 1)",
+            earlier,
+        )
 
 
 def forget_journal(conn: db.Connection, path: str) -> int:

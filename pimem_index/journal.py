@@ -4,7 +4,10 @@ A journal is JSONL. The first line is a header; every other line is an entry of 
 Only conversation lines become index entries; settings, labels and extension state do not.
 A line that cannot be read as an entry (not a JSON object within the parsers' limits, or a
 field we read holding the wrong type or a number no 64-bit column holds) is Malformed:
-counted and skipped, never fatal, whatever else the journal holds.
+counted and skipped, never fatal, whatever else the journal holds. The figures beside the text
+(`Usage`: model, tokens, cost, stop reason, tool outcomes, tool calls) follow a milder rule: a
+figure of the wrong type or out of range is dropped on its own (None), so a broken figure never
+takes a conversation's text out of search.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import re
 import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 import orjson
 
@@ -58,6 +62,36 @@ class SessionName:
     name: str | None
 
 
+class ToolCall(NamedTuple):
+    """One tool call of an assistant message: its id, the tool, and its file argument if any."""
+
+    call_id: str | None
+    tool: str | None
+    path: str | None
+
+
+class Usage(NamedTuple):
+    """What an entry says happened, beside its text (each figure None when absent or unreadable):
+    an assistant message's model, provider, stop reason, tokens, cost (dollars) and tool calls;
+    a tool result's call id and outcome; a bash execution's exit code."""
+
+    model: str | None = None
+    provider: str | None = None
+    stop_reason: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cost: float | None = None
+    is_error: int | None = None
+    exit_code: int | None = None
+    call_id: str | None = None
+    calls: tuple[ToolCall, ...] = ()
+
+
+NO_USAGE = Usage()
+
+
 @dataclass(slots=True)
 class Entry:
     """One conversation line as the index sees it: metadata plus the text to index and show."""
@@ -70,6 +104,7 @@ class Entry:
     tool: str | None
     text: str
     tokens_before: int | None = None
+    usage: Usage = NO_USAGE
 
 
 class Malformed(Exception):
@@ -196,6 +231,7 @@ def _entry(
     tool: str | None = None,
     tokens_before: int | None = None,
     message: dict | None = None,
+    usage: Usage = NO_USAGE,
 ) -> Entry:
     """An Entry with the keys every entry line shares: id, parentId and timestamp."""
     return Entry(
@@ -207,6 +243,7 @@ def _entry(
         tool=tool,
         text=text,
         tokens_before=tokens_before,
+        usage=usage,
     )
 
 
@@ -221,22 +258,60 @@ def _message_entry(obj: dict, lineno: int) -> Entry | None:
     if kind is None:
         return None
     tool = None
+    usage = NO_USAGE
     if kind == "assistant":
-        text, tools = blocks_text(message.get("content"))
+        text, calls = blocks_text(message.get("content"))
+        tools = dict.fromkeys(call.tool for call in calls if call.tool)
         tool = ",".join(tools) if tools else None
+        usage = assistant_usage(message, calls)
     elif kind == "tool_result":
         text = content_text(message.get("content"))
         tool = _str_or_none(message.get("toolName"))
+        usage = Usage(is_error=_outcome(message.get("isError")), call_id=_label(message.get("toolCallId")))
     elif kind == "bash":
         command = _str(message.get("command"))
         output = _str(message.get("output"))
         text = f"$ {command}\n{output}" if output else f"$ {command}"
+        usage = Usage(exit_code=_exit_code(message.get("exitCode")))
     elif kind == "custom":
         text = content_text(message.get("content"))
         tool = _str_or_none(message.get("customType"))
     else:
         text = content_text(message.get("content"))
-    return _entry(obj, lineno, kind, text, role=role, tool=tool, message=message)
+    return _entry(obj, lineno, kind, text, role=role, tool=tool, message=message, usage=usage)
+
+
+def assistant_usage(message: dict, calls: tuple[ToolCall, ...] = ()) -> Usage:
+    """An assistant message's figures: model, provider, stop reason, `usage` tokens and
+    `usage.cost.total`, with its tool calls (`blocks_text`); each unreadable figure dropped on its own."""
+    usage = message.get("usage")
+    usage = usage if type(usage) is dict else {}
+    cost = usage.get("cost")
+    return Usage(
+        model=_label(message.get("model")),
+        provider=_label(message.get("provider")),
+        stop_reason=_label(message.get("stopReason")),
+        input_tokens=_count(usage.get("input")),
+        output_tokens=_count(usage.get("output")),
+        cache_read_tokens=_count(usage.get("cacheRead")),
+        cache_write_tokens=_count(usage.get("cacheWrite")),
+        cost=_dollars(cost.get("total")) if type(cost) is dict else None,
+        calls=calls,
+    )
+
+
+# The argument naming the file a tool works on (read, edit, write, ls, grep, find; file_path in other harnesses).
+PATH_ARGUMENTS = ("path", "file_path")
+
+
+def _file_argument(arguments) -> str | None:
+    """The file a tool call works on: its first non-empty `path` or `file_path` string argument."""
+    if type(arguments) is dict:
+        for key in PATH_ARGUMENTS:
+            value = arguments.get(key)
+            if type(value) is str and value:
+                return value
+    return None
 
 
 def content_text(content) -> str:
@@ -244,18 +319,18 @@ def content_text(content) -> str:
     return blocks_text(content)[0]
 
 
-def blocks_text(content) -> tuple[str, list[str]]:
+def blocks_text(content) -> tuple[str, tuple[ToolCall, ...]]:
     """Text, plain thinking and tool calls (name and arguments) of a message's content, and the
-    names of the tools it calls; never thinking signatures, redacted reasoning or image data.
+    tool calls themselves; never thinking signatures, redacted reasoning or image data.
     Block types we do not know are left out; a block that is not an object is malformed."""
     if type(content) is str:
-        return content, []
+        return content, ()
     if type(content) is not list:
         if content is None:
-            return "", []
+            return "", ()
         raise Malformed("content is neither text nor a list of blocks")
     parts: list[str] = []
-    tools: list[str] = []
+    calls: list[ToolCall] = []
     for block in content:
         if type(block) is not dict:
             raise Malformed("a content block is not an object")
@@ -267,14 +342,14 @@ def blocks_text(content) -> tuple[str, list[str]]:
                 parts.append(_str(block.get("thinking")))
         elif btype == "toolCall":
             name = _str(block.get("name"))
-            if name and name not in tools:
-                tools.append(name)
-            parts.append(tool_call_text(name, block.get("arguments")))
+            arguments = block.get("arguments")
+            calls.append(ToolCall(_label(block.get("id")), name or None, _file_argument(arguments)))
+            parts.append(tool_call_text(name, arguments))
         elif btype == "image":
             parts.append(IMAGE_MARKER)
         elif type(btype) is not str:
             raise Malformed("a content block's type is not a string")
-    return "\n".join(p for p in parts if p), tools
+    return "\n".join(p for p in parts if p), tuple(calls)
 
 
 def tool_call_text(name: str, arguments) -> str:
@@ -566,6 +641,38 @@ def _int64(value) -> int | None:
     if value is None or (type(value) is int and INT64_MIN <= value <= INT64_MAX):
         return value
     raise Malformed("an integer field is not an integer a 64-bit column holds")
+
+
+# The figures beside the text (Usage): each is dropped (None) when unreadable, never malformed.
+
+
+def _label(value) -> str | None:
+    """A model id, provider, stop reason or call id: a non-empty string, else None."""
+    return value if type(value) is str and value else None
+
+
+def _count(value) -> int | None:
+    """A token count: a whole number from 0 to what a 64-bit column holds, else None."""
+    return value if type(value) is int and 0 <= value <= INT64_MAX else None
+
+
+def _dollars(value) -> float | None:
+    """A cost in dollars: a finite number, 0 or more, else None (orjson never reads NaN)."""
+    if (type(value) is int and 0 <= value <= INT64_MAX) or (type(value) is float and 0.0 <= value < float("inf")):
+        return float(value)
+    return None
+
+
+def _outcome(value) -> int | None:
+    """A tool result's isError as 0/1: absent is 0 (success), anything but true/false None."""
+    if value is None or type(value) is bool:
+        return int(bool(value))
+    return None
+
+
+def _exit_code(value) -> int | None:
+    """A process exit code: a whole number a 32-bit int holds, else None (absent, killed, cancelled)."""
+    return value if type(value) is int and -(1 << 31) <= value < (1 << 31) else None
 
 
 def _flag(value) -> bool:

@@ -30,7 +30,21 @@ MAX_LIMIT = 100
 # overflow SQLite's expression depth. A pasted error message of a few dozen words fits.
 MAX_TERMS = 64
 # The API's and the pages' parameters, each given once (`kind` may be repeated: `query_args`).
-PARAMETERS = ("q", "scope", "cwd", "session_id", "id", "since", "until", "limit", "offset", "journal")
+PARAMETERS = (
+    "q",
+    "scope",
+    "cwd",
+    "session_id",
+    "id",
+    "since",
+    "until",
+    "limit",
+    "offset",
+    "journal",
+    "by",
+    "model",
+    "sort",
+)
 
 _TERM = re.compile(r"[^\W_]+")
 
@@ -365,3 +379,185 @@ def check_terms(terms: list[str]) -> list[str]:
             Arg("q", "widgets migration table locked"),
         )
     return terms
+
+
+# What `usage` counts per: a local day, an ISO week, a month, a model id, a project root, a session id.
+USAGE_BY = ("day", "week", "month", "model", "project", "session")
+SESSIONS_LIMIT = 20  # sessions a page shows when no limit is asked for
+# How sessions may be ordered, each largest (or newest) first: the newest activity, the cost, the
+# tokens (input, output and cache) and the size (entries).
+SESSION_SORTS = ("date", "cost", "tokens", "size")
+
+
+@dataclass(frozen=True)
+class UsageRequest:
+    """Tokens and cost per key, checked: what to count per (`by`), the scope and where from, dates as
+    UTC ISO, under the caller's cap `max_scope`. Build one with `create`, `from_options` or `from_args`."""
+
+    by: str = "day"
+    scope: str = "global"
+    cwd: str | None = None
+    session_id: str | None = None
+    journal_path: str | None = None
+    since: str | None = None
+    until: str | None = None
+    max_scope: str = "global"
+    home: str | None = None
+
+    @classmethod
+    def create(
+        cls,
+        by: str | None = None,
+        *,
+        scope: str | None = None,
+        cwd: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        **fields: Any,
+    ) -> UsageRequest:
+        """Check every field once; without a scope, all projects unless a cwd narrows it (`activity_scope`)."""
+        return cls(
+            by=check_by(by),
+            scope=activity_scope(scope, cwd, fields.get("session_id")),
+            cwd=cwd,
+            since=parse_bound(since, end=False, name="since"),
+            until=parse_bound(until, end=True, name="until"),
+            **fields,
+        )
+
+    @classmethod
+    def from_options(cls, *, cwd: str | None, **options: Any) -> UsageRequest:
+        """From the CLI's options: a `--cwd` made absolute (from the current folder)."""
+        return cls.create(cwd=os.path.abspath(cwd) if cwd else None, **options)
+
+    @classmethod
+    def from_args(
+        cls, conn: db.Connection, args: Mapping[str, Any], *, max_scope: str, journal_path: str | None = None
+    ) -> UsageRequest:
+        """From the API's or a page's parameters (`query_args` plus `by`), scoped as `activity_args` says."""
+        return cls.create(args.get("by"), **activity_args(conn, args, max_scope, journal_path))
+
+
+@dataclass(frozen=True)
+class SessionsRequest:
+    """A page of sessions, checked: the scope and where from, dates as UTC ISO, a model, a limit and an
+    offset, under the caller's cap `max_scope`. Build one with `create`, `from_options` or `from_args`."""
+
+    scope: str = "global"
+    cwd: str | None = None
+    session_id: str | None = None
+    journal_path: str | None = None
+    since: str | None = None
+    until: str | None = None
+    model: str | None = None
+    limit: int = SESSIONS_LIMIT
+    offset: int = 0
+    max_scope: str = "global"
+    home: str | None = None
+    sort: str = "date"
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        scope: str | None = None,
+        cwd: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        limit: Any = None,
+        offset: Any = None,
+        model: str | None = None,
+        sort: str | None = None,
+        **fields: Any,
+    ) -> SessionsRequest:
+        """Check every field once; without a scope, all projects unless a cwd narrows it (`activity_scope`)."""
+        return cls(
+            scope=activity_scope(scope, cwd, fields.get("session_id")),
+            cwd=cwd,
+            since=parse_bound(since, end=False, name="since"),
+            until=parse_bound(until, end=True, name="until"),
+            limit=SESSIONS_LIMIT if limit is None or limit == "" else check_limit(limit),
+            offset=check_page_offset(offset),
+            model=model or None,
+            sort=check_sort(sort),
+            **fields,
+        )
+
+    @classmethod
+    def from_options(cls, *, cwd: str | None, **options: Any) -> SessionsRequest:
+        """From the CLI's options: a `--cwd` made absolute (from the current folder)."""
+        return cls.create(cwd=os.path.abspath(cwd) if cwd else None, **options)
+
+    @classmethod
+    def from_args(
+        cls, conn: db.Connection, args: Mapping[str, Any], *, max_scope: str, journal_path: str | None = None
+    ) -> SessionsRequest:
+        """From the API's or a page's parameters (`query_args` plus `model`), scoped as `activity_args` says."""
+        return cls.create(
+            limit=args.get("limit"),
+            offset=args.get("offset"),
+            model=args.get("model"),
+            sort=args.get("sort"),
+            **activity_args(conn, args, max_scope, journal_path),
+        )
+
+
+def activity_scope(scope: str | None, cwd: str | None, session_id: str | None = None) -> str:
+    """Usage and sessions cover every project unless narrowed: the scope asked for, else session when
+    one is named, project when a cwd is given, global otherwise (the cap is checked on resolving)."""
+    if scope:
+        return scope
+    if session_id:
+        return "session"
+    return "project" if cwd else "global"
+
+
+def activity_args(
+    conn: db.Connection, args: Mapping[str, Any], max_scope: str, journal_path: str | None
+) -> dict[str, Any]:
+    """The scope fields of a usage or sessions request from API parameters: under a cap narrower than
+    global the default is the cap's (`default_scope`), a project's cwd from the caller or its journal."""
+    scope = args.get("scope") or (None if allowed("global", max_scope) else default_scope(max_scope))
+    cwd = args.get("cwd")
+    if activity_scope(scope, cwd, args.get("session_id")) == "project" and allowed("project", max_scope):
+        cwd = project_cwd(conn, cwd, journal_path)
+    return {
+        "scope": scope,
+        "cwd": cwd,
+        "session_id": args.get("session_id"),
+        "journal_path": journal_path,
+        "since": args.get("since"),
+        "until": args.get("until"),
+        "max_scope": max_scope,
+    }
+
+
+def check_by(by: str | None) -> str:
+    """What usage counts per: one of USAGE_BY, day when none is given."""
+    if by is None or by == "":
+        return "day"
+    if by not in USAGE_BY:
+        raise UserError(f"unknown grouping {by!r}: use one of {', '.join(USAGE_BY)} (e.g. by=model)")
+    return by
+
+
+def check_page_offset(offset: Any) -> int:
+    """A page's offset in rows, 0 or more; 0 when none is given."""
+    if offset is None or offset == "":
+        return 0
+    try:
+        value = int(offset)
+    except (TypeError, ValueError):
+        value = -1
+    if value < 0:
+        raise UserError("offset must be a whole number, 0 or more (e.g. offset=20)")
+    return value
+
+
+def check_sort(sort: str | None) -> str:
+    """How sessions are ordered: one of SESSION_SORTS, date (newest first) when none is given."""
+    if sort is None or sort == "":
+        return "date"
+    if sort not in SESSION_SORTS:
+        raise UserError(f"unknown sort {sort!r}: use one of {', '.join(SESSION_SORTS)} (e.g. sort=cost)")
+    return sort

@@ -48,6 +48,16 @@ def page_default_scope(max_scope: str) -> str:
     return "global" if max_scope == "global" else default_scope(max_scope)
 
 
+def figures_scope(cwd: str | None, max_scope: str, recent: str | None) -> tuple[str, str | None]:
+    """The scope and cwd of a figures page (sessions, usage, the overview's headline): the project
+    chosen (`cwd`), else every project when the cap allows it, else the most recent project (`recent`)."""
+    if cwd:
+        return "project", cwd
+    if allowed("global", max_scope):
+        return "global", None
+    return "project", recent
+
+
 def checked_setting(name: str, value: object) -> str:
     """A configured cap (e.g. agent_max_scope), or a UserError naming the setting `name`."""
     if value not in SCOPES:

@@ -15,7 +15,7 @@ from pathlib import Path
 from . import db
 from .errors import UserError
 
-SCHEMA_VERSION = 5  # 5: session names and tool names are stored redacted
+SCHEMA_VERSION = 6  # 6: usage figures on entries, the tool_calls table, the sessions view's totals
 FTS_HASHSIZE = 16 * 1024 * 1024
 # The term index's options, shared with the benchmark's floor. detail=none keeps which entries
 # hold a term and nothing else: no positions (no query needs them; excerpts come from the
@@ -70,9 +70,31 @@ CREATE TABLE IF NOT EXISTS entries (
     offset INTEGER NOT NULL,
     length INTEGER NOT NULL,
     fingerprint INTEGER NOT NULL,
-    tokens_before INTEGER
+    tokens_before INTEGER,
+    model TEXT,
+    provider TEXT,
+    stop_reason TEXT,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    cache_read_tokens INTEGER,
+    cache_write_tokens INTEGER,
+    cost REAL,
+    is_error INTEGER,
+    exit_code INTEGER
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts USING fts5(text, {fts_options});
+-- One row per tool call of an assistant entry; result_rowid is the tool result answering it
+-- (paired by call id within the journal), NULL until that result is indexed.
+CREATE TABLE IF NOT EXISTS tool_calls (
+    entry_rowid INTEGER NOT NULL,
+    call_id TEXT,
+    tool TEXT,
+    path TEXT,
+    result_rowid INTEGER,
+    is_error INTEGER
+);
+-- The calls still waiting for their result, by call id: what pairs a result indexed later.
+CREATE INDEX IF NOT EXISTS tool_calls_pending ON tool_calls(call_id) WHERE result_rowid IS NULL;
 CREATE VIEW IF NOT EXISTS sessions AS
 SELECT
     files.session_id,
@@ -83,8 +105,32 @@ SELECT
     files.entry_count AS entries,
     files.size AS bytes,
     files.parent_session,
-    files.path AS journal
+    files.path AS journal,
+    COALESCE(u.input_tokens, 0) AS input_tokens,
+    COALESCE(u.output_tokens, 0) AS output_tokens,
+    COALESCE(u.cache_read_tokens, 0) AS cache_read_tokens,
+    COALESCE(u.cache_write_tokens, 0) AS cache_write_tokens,
+    COALESCE(u.cost, 0.0) AS cost,
+    u.models,
+    CAST(round((julianday(files.last_timestamp) - julianday(files.started)) * 86400) AS INTEGER) AS duration_s,
+    COALESCE(t.tool_calls, 0) AS tool_calls,
+    COALESCE(x.errors, 0) AS errors,
+    u.messages,
+    files.id AS file_id
 FROM files
+LEFT JOIN (
+    SELECT file_id, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+        sum(cache_read_tokens) AS cache_read_tokens, sum(cache_write_tokens) AS cache_write_tokens,
+        sum(cost) AS cost, group_concat(DISTINCT model) AS models, count(*) AS messages
+    FROM entries WHERE kind = 'assistant' GROUP BY file_id
+) u ON u.file_id = files.id
+LEFT JOIN (
+    SELECT e.file_id, count(*) AS tool_calls FROM tool_calls c JOIN entries e ON e.rowid = c.entry_rowid
+    GROUP BY e.file_id
+) t ON t.file_id = files.id
+LEFT JOIN (
+    SELECT file_id, count(*) AS errors FROM entries WHERE is_error = 1 OR exit_code <> 0 GROUP BY file_id
+) x ON x.file_id = files.id
 WHERE files.session_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS forgotten_journals (
     path_key TEXT PRIMARY KEY,
@@ -113,6 +159,12 @@ ENTRY_INDEXES = {
     "entries_timestamp": "CREATE INDEX IF NOT EXISTS entries_timestamp ON entries(timestamp)",
     "entries_summaries": "CREATE INDEX IF NOT EXISTS entries_summaries ON entries(timestamp) "
     "WHERE kind IN ('compaction', 'branch_summary')",
+    # Usage figures and the sessions view read assistant entries from this alone (it covers them).
+    "entries_usage": "CREATE INDEX IF NOT EXISTS entries_usage ON entries(file_id, timestamp, model, "
+    "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost) WHERE kind = 'assistant'",
+    "entries_errors": "CREATE INDEX IF NOT EXISTS entries_errors ON entries(file_id) "
+    "WHERE is_error = 1 OR exit_code <> 0",
+    "tool_calls_entry": "CREATE INDEX IF NOT EXISTS tool_calls_entry ON tool_calls(entry_rowid)",
 }
 
 
@@ -346,10 +398,24 @@ def delete_journal(conn: db.Connection, path: str) -> int:
 
 
 def delete_file_rows(conn: db.Connection, file_id: int) -> int:
-    """Remove a journal's entries and their terms; the caller owns the transaction."""
+    """Remove a journal's entries, their terms and their tool calls; the caller owns the transaction."""
     conn.execute(
         "DELETE FROM entries_fts WHERE rowid IN (SELECT rowid FROM entries WHERE file_id = ?)",
         (file_id,),
     )
+    conn.execute(
+        "DELETE FROM tool_calls WHERE entry_rowid IN (SELECT rowid FROM entries WHERE file_id = ?)",
+        (file_id,),
+    )
     cur = conn.execute("DELETE FROM entries WHERE file_id = ?", (file_id,))
     return cur.rowcount
+
+
+def delete_entries(conn: db.Connection, rowids: list[int]) -> None:
+    """Remove some entries (forgotten ones) with their terms and tool calls; a call they answered
+    waits for its result again. The caller owns the transaction."""
+    params = [(r,) for r in rowids]
+    conn.executemany("DELETE FROM entries_fts WHERE rowid = ?", params)
+    conn.executemany("DELETE FROM tool_calls WHERE entry_rowid = ?", params)
+    conn.executemany("UPDATE tool_calls SET result_rowid = NULL, is_error = NULL WHERE result_rowid = ?", params)
+    conn.executemany("DELETE FROM entries WHERE rowid = ?", params)

@@ -44,6 +44,7 @@ class Journal:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.last_id: str | None = None
+        self.call_ids: list[str] = []
         self.lines = 0
         self._counter = 0
         if header:
@@ -118,7 +119,12 @@ class Journal:
         redacted_thinking: str | None = None,
         tool_calls: list[tuple] = (),
         stop: str | None = None,
+        model: str = "claude-sonnet-4-5",
+        provider: str = "anthropic",
+        usage: dict | None = None,
     ) -> str:
+        """An assistant message; the ids of its tool calls are in `call_ids` afterwards. `usage` as
+        Pi writes it (default: 2775 in, 141 out, $0.0104)."""
         content: list[dict] = []
         if thinking is not None:
             block = {"type": "thinking", "thinking": thinking}
@@ -136,17 +142,19 @@ class Journal:
             )
         if text is not None:
             content.append({"type": "text", "text": text})
+        self.call_ids = []
         for name, args, *call_id in tool_calls:  # (name, arguments) or (name, arguments, call id)
-            call = call_id[0] if call_id else "toolu_" + uuid.uuid4().hex[:20]
-            content.append({"type": "toolCall", "id": call, "name": name, "arguments": args})
+            self.call_ids.append(call_id[0] if call_id else "toolu_" + uuid.uuid4().hex[:20])
+            content.append({"type": "toolCall", "id": self.call_ids[-1], "name": name, "arguments": args})
         return self.message(
             {
                 "role": "assistant",
                 "content": content,
                 "api": "anthropic-messages",
-                "provider": "anthropic",
-                "model": "claude-sonnet-4-5",
-                "usage": {
+                "provider": provider,
+                "model": model,
+                "usage": usage
+                or {
                     "input": 2775,
                     "output": 141,
                     "cacheRead": 0,
@@ -161,6 +169,7 @@ class Journal:
     def tool_result(
         self, tool: str, text: str, *, images: int = 0, is_error: bool = False, call_id: str | None = None
     ) -> str:
+        """A tool result, answering `call_id` (an id from `call_ids`) or a call id of its own."""
         content = [{"type": "text", "text": text}]
         content += [
             {"type": "image", "data": "iVBORw0KGgo" + "QkJC" * 200, "mimeType": "image/png"} for _ in range(images)

@@ -1,4 +1,5 @@
-"""A real headless Chromium against `pimem serve`: log in as root, search, open a session, read an entry.
+"""A real headless Chromium against `pimem serve`: log in as root, search, open a session, read an entry;
+read the sessions list and the usage page, wide and narrow.
 
 Uses Debian's chromium (/usr/bin/chromium) through Playwright's Python package; never
 downloads a browser. Screenshots go to test-artifacts/.
@@ -14,6 +15,7 @@ import pytest
 from commands import pimem
 from pijournal import Journal
 from servers import Server, wait_indexed
+from usage_world import GPT, OPUS, SECRET, write_usage_world
 
 CHROMIUM = os.environ.get("PIMEM_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
@@ -152,6 +154,20 @@ def served_layout(agent_dir, home, tmp_path):
     wait_indexed(server, pimem(env, "token").strip())
     try:
         yield server, link
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def served_usage(agent_dir, home):
+    """`pimem serve` over usage_world's three sessions (two projects, three models, a failed call)."""
+    env = server_env(agent_dir)
+    made = write_usage_world(agent_dir / "sessions", home)
+    server = Server(env)
+    link = server.wait_ready()
+    wait_indexed(server, pimem(env, "token").strip())
+    try:
+        yield server, link, made
     finally:
         server.stop()
 
@@ -313,4 +329,47 @@ def test_a_session_reads_as_a_conversation_at_laptop_and_phone_widths(browser, s
     assert page.locator(".pi-memory-view").is_visible()
     assert page.locator(".pi-memory-entry").count() == 3 and page.locator(".pi-memory-call").count() == 0
     page.screenshot(path=str(ARTIFACTS / "pi-memory-conversation-branch.png"), full_page=True)
+    page.close()
+
+
+def _fits(page, width: int) -> bool:
+    """Whether the page needs no horizontal scrolling at this viewport width."""
+    return page.evaluate("document.documentElement.scrollWidth") <= width
+
+
+def test_a_reviewer_reads_the_sessions_list_and_the_usage_page_wide_and_narrow(browser, served_usage):
+    server, link, made = served_usage
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    assert page.goto(f"{server.url}/-/pi-memory/usage").status == 403
+    page.goto(link)
+
+    # the sessions list, sorted by cost from its column header
+    page.goto(f"{server.url}/-/pi-memory/sessions")
+    rows = page.locator("table.pm-list tbody tr")
+    assert rows.count() == 3
+    page.locator("th a", has_text="Cost").click()
+    page.wait_for_url("**/-/pi-memory/sessions?sort=cost")
+    first = rows.first.inner_text()
+    assert "Fix the flaky deploy" in first and "$2.50" in first and SECRET not in page.content()
+    page.screenshot(path=str(ARTIFACTS / "pi-memory-sessions.png"), full_page=True)
+
+    # the usage page: a bar of the cost chart opens the sessions it counts
+    page.goto(f"{server.url}/-/pi-memory/usage")
+    assert page.locator(".pm-headline strong").first.inner_text() == "$2.75"
+    page.screenshot(path=str(ARTIFACTS / "pi-memory-usage.png"), full_page=True)
+    page.locator(f".pm-chart a.pm-seg[aria-label*='{OPUS}']").first.click()
+    page.wait_for_url(f"**/-/pi-memory/sessions?since=*model={OPUS}")
+    assert rows.count() == 1 and "Fix the flaky deploy" in rows.first.inner_text()
+    rows.first.locator("td.pm-title a").click()
+    page.wait_for_url(f"**/-/pi-memory/sessions/{made['big'].session_id}")
+    header = page.locator(".pi-memory-session-figures").inner_text()
+    assert "$2.50" in header and OPUS in header and GPT not in header
+
+    # the same two pages on a phone: nothing needs scrolling sideways
+    page.set_viewport_size({"width": 400, "height": 860})
+    for path, name in (("sessions", "pi-memory-sessions-narrow.png"), ("usage", "pi-memory-usage-narrow.png")):
+        page.goto(f"{server.url}/-/pi-memory/{path}")
+        assert _fits(page, 400), path
+        page.screenshot(path=str(ARTIFACTS / name), full_page=True)
     page.close()

@@ -228,6 +228,7 @@ def journals(locations, new_journal, sessions_dir, tmp_path):
     a = new_journal("Apps/prjct")
     ids = {"user": a.user("the redis timeout was 5s"), "tool": a.tool_result("bash", "redis.timeout = 30")}
     a.compaction("Summary: the redis timeout was raised", tokens_before=123456)
+    a.assistant("Raised it.", model="claude-opus-4-5")  # usage figures for the usage and sessions replies
     b = new_journal("Apps/prjct")
     b.write_line(
         {
@@ -285,6 +286,8 @@ async def real_replies(ds, conn, locations, journals) -> list[dict]:
         await api_reply(ds, "read", id=ids["tool"], cwd=cwd),
         await api_reply(ds, "read", id="nope", cwd=cwd),
         await api_reply(ds, "status"),
+        await api_reply(ds, "usage", by="model"),
+        await api_reply(ds, "sessions", cwd=cwd),
         await api_reply(ds, "search", q="redis", since="yesterday", cwd=cwd),
         await api_reply(ds, "nope"),
     ]

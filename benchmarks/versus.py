@@ -1,0 +1,86 @@
+"""Cold-index two versions of the code on the same corpus, interleaved, and print the ratios.
+
+    python benchmarks/versus.py OLD_TREE CORPUS [--rounds 3]
+
+OLD_TREE is a checkout of the other version (e.g. `git worktree add /tmp/old main`); this
+tree is the new one. Each round indexes the corpus from nothing with the old code, then with
+the new, in child processes (`python -m pimem_index index`), so load on a shared machine hits
+both alike; the best wall time of each is compared, with the index sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MB = 1024 * 1024
+
+
+def corpus_bytes(corpus: Path) -> int:
+    return sum(p.stat().st_size for p in corpus.rglob("*.jsonl"))
+
+
+def index_once(tree: Path, corpus: Path, work: Path) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds, index bytes) of one cold `pimem index` of corpus with the code in tree."""
+    db = work / f"{tree.name}.sqlite"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(tree), PI_CODING_AGENT_DIR=str(work / "agent"))
+    cmd = [sys.executable, "-m", "pimem_index", "index", "--sessions-dir", str(corpus), "--db", str(db), "--json"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(cmd, env=env, check=True, capture_output=True, cwd=str(work))
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return wall, cpu, sum(Path(f"{db}{s}").stat().st_size for s in ("", "-wal") if Path(f"{db}{s}").exists())
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("old", type=Path)
+    ap.add_argument("corpus", type=Path)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args(argv)
+    size = corpus_bytes(args.corpus)
+    runs: dict[str, list[tuple[float, float, int]]] = {"old": [], "new": []}
+    with tempfile.TemporaryDirectory(prefix="pimem-versus-") as tmp:
+        work = Path(tmp)
+        (work / "old").mkdir()
+        (work / "new").mkdir()
+        for _ in range(args.rounds):
+            for label, tree in (("old", args.old.resolve()), ("new", ROOT)):
+                runs[label].append(index_once(tree, args.corpus.resolve(), work / label))
+                wall, cpu, db = runs[label][-1]
+                print(
+                    f"{label}: {size / MB / wall:.1f} MB/s ({size / MB / cpu:.1f} MB per CPU-s), "
+                    f"index {db / size:.4f} of journal bytes",
+                    flush=True,
+                )
+    best = {label: min(w for w, _c, _d in r) for label, r in runs.items()}
+    best_cpu = {label: min(c for _w, c, _d in r) for label, r in runs.items()}
+    share = {label: r[-1][2] / size for label, r in runs.items()}
+    result = {
+        "journal_mb": round(size / MB, 1),
+        "old_mb_s": round(size / MB / best["old"], 1),
+        "new_mb_s": round(size / MB / best["new"], 1),
+        "throughput_ratio": round(best["old"] / best["new"], 3),
+        "cpu_ratio": round(best_cpu["old"] / best_cpu["new"], 3),
+        "old_index_share": round(share["old"], 4),
+        "new_index_share": round(share["new"], 4),
+        "load_at_end": list(os.getloadavg()),
+    }
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

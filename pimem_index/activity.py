@@ -1,0 +1,238 @@
+"""What happened in sessions, from the index's usage figures: tokens and cost per key (`usage`) and
+the sessions with their totals (`sessions`), for the CLI, the API and the pages alike.
+
+Each takes its checked request (`requests.UsageRequest`, `requests.SessionsRequest`) and returns
+the contract's JSON shape. Both read metadata only (the entries' figures and the `sessions` view),
+never a journal, so they need no rereading or redaction beyond what the indexer stored. The scope
+rule is `scope.Scope.predicate`, as for search; forgotten entries and sessions are not in the index.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from datetime import UTC, date, datetime
+from typing import Any
+
+from . import db
+from .requests import SessionsRequest, UsageRequest, check_by
+from .scope import Scope, project_root, resolve_scope
+
+FIGURES = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+COST_DIGITS = 6  # dollars to a millionth: sums of floats lose the noise beyond
+
+
+def request_scope(conn: db.Connection, request: UsageRequest | SessionsRequest) -> Scope:
+    """The request's scope, checked against its cap (`scope.resolve_scope`)."""
+    return resolve_scope(
+        conn,
+        request.scope,
+        cwd=request.cwd,
+        session_id=request.session_id,
+        journal_path=request.journal_path,
+        max_scope=request.max_scope,
+        home=request.home,
+    )
+
+
+def usage(conn: db.Connection, request: UsageRequest, split: str | None = None) -> dict[str, Any]:
+    """Tokens, cost, messages and sessions per key (`request.by`) of the assistant entries in scope
+    and dates, with a total: `{"by", "scope", "root", "rows": [...], "total": {...}}`. With `split`
+    (another of requests.USAGE_BY), each row also holds its figures per that key (`"split": {key: {...}}`),
+    as the usage page's day chart stacks models."""
+    scope = request_scope(conn, request)
+    where, params = scope.predicate()
+    clauses = ["e.kind = 'assistant'", where]
+    if request.since:
+        clauses.append("e.timestamp >= ?")
+        params.append(request.since)
+    if request.until:
+        clauses.append("e.timestamp <= ?")
+        params.append(request.until)
+    parts = conn.execute(
+        f"SELECT {_bucket_sql()}, e.model, e.file_id, sum(e.input_tokens), sum(e.output_tokens), "
+        "sum(e.cache_read_tokens), sum(e.cache_write_tokens), sum(e.cost), count(*) FROM entries e "
+        f"WHERE {' AND '.join(clauses)} GROUP BY 1, 2, 3",
+        params,
+    ).fetchall()
+    file_ids = {file_id for _d, _m, file_id, *_ in parts}
+    key_of = _key_function(conn, request, file_ids)
+    split_of = _key_function(conn, replace(request, by=check_by(split)), file_ids) if split else None
+    days: dict[str | None, str | None] = {}
+    groups: dict[Any, _Sums] = {}
+    splits: dict[Any, dict[Any, _Sums]] = {}
+    total = _Sums()
+    for bucket, model, file_id, *figures in parts:
+        day = days.get(bucket) or days.setdefault(bucket, local_day(bucket))
+        key = key_of(day, model, file_id)
+        groups.setdefault(key, _Sums()).add(file_id, figures)
+        if split_of:
+            splits.setdefault(key, {}).setdefault(split_of(day, model, file_id), _Sums()).add(file_id, figures)
+        total.add(file_id, figures)
+    rows = [{"key": key, **sums.as_json(), **_split_json(splits, key, split)} for key, sums in groups.items()]
+    rows.sort(key=_row_order(request.by))
+    return {"by": request.by, **scope.as_json(), "rows": rows, "total": total.as_json()}
+
+
+def _split_json(splits: dict[Any, dict[Any, _Sums]], key: Any, split: str | None) -> dict[str, Any]:
+    """A row's `split` entry: its figures per second key, the costliest first; nothing without a split."""
+    if not split:
+        return {}
+    parts = sorted(splits.get(key, {}).items(), key=lambda item: -item[1].cost)
+    return {"split": {second: sums.as_json() for second, sums in parts}}
+
+
+def _bucket_sql() -> str:
+    """SQL for the stretch of UTC time an entry falls in, never crossing a local midnight: its hour
+    (`2026-03-15T22`), or its quarter hour (`2026-03-15T22:30`) where the local offset is not whole hours.
+
+    Days are made local in Python once per stretch (`local_day`): SQLite's `localtime` on every
+    row took more than half of the query's time.
+    """
+    if time.timezone % 3600 == 0 and time.altzone % 3600 == 0:
+        return "substr(e.timestamp, 1, 13)"
+    return "substr(e.timestamp, 1, 14) || (substr(e.timestamp, 15, 2) / 15 * 15)"
+
+
+def local_day(bucket: str | None) -> str | None:
+    """The local YYYY-MM-DD of a stretch of UTC time from `_bucket_sql` (None for no timestamp)."""
+    if not bucket:
+        return None
+    minute = bucket[14:]
+    start = datetime.fromisoformat(bucket[:13]).replace(minute=int(minute or 0), tzinfo=UTC)
+    return start.astimezone().date().isoformat()
+
+
+class _Sums:
+    """Running totals of one key: the figures, cost, messages and the sessions (journals) counted."""
+
+    def __init__(self) -> None:
+        self.figures = [0, 0, 0, 0]
+        self.cost = 0.0
+        self.messages = 0
+        self.files: set[int] = set()
+
+    def add(self, file_id: int, values: list) -> None:
+        *figures, cost, messages = values
+        for i, value in enumerate(figures):
+            self.figures[i] += value or 0
+        self.cost += cost or 0.0
+        self.messages += messages
+        self.files.add(file_id)
+
+    def as_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = dict(zip(FIGURES, self.figures, strict=True))
+        data["total_tokens"] = sum(self.figures)
+        data["cost"] = round(self.cost, COST_DIGITS)
+        data["messages"] = self.messages
+        data["sessions"] = len(self.files)
+        return data
+
+
+def _key_function(conn: db.Connection, request: UsageRequest, file_ids: set[int]):
+    """The key a (local day, model, journal) part counts under for `request.by`."""
+    by = request.by
+    if by == "day":
+        return lambda day, model, file_id: day
+    if by == "week":
+        return lambda day, model, file_id: iso_week(day)
+    if by == "month":
+        return lambda day, model, file_id: day[:7] if day else None
+    if by == "model":
+        return lambda day, model, file_id: model
+    files = _files(conn, file_ids)
+    if by == "session":
+        return lambda day, model, file_id: files[file_id][0]
+    roots = {cwd: project_root(conn, cwd, request.home)[0] for _sid, cwd in files.values() if cwd}
+    return lambda day, model, file_id: roots.get(files[file_id][1])
+
+
+def _files(conn: db.Connection, file_ids: set[int]) -> dict[int, tuple[str | None, str | None]]:
+    """(session id, cwd) of each journal named."""
+    rows = conn.execute("SELECT id, session_id, cwd FROM files").fetchall()
+    return {file_id: (sid, cwd) for file_id, sid, cwd in rows if file_id in file_ids}
+
+
+def iso_week(day: str | None) -> str | None:
+    """A YYYY-MM-DD day's ISO week as YYYY-Www (e.g. 2026-12-31 is in 2026-W53)."""
+    if not day:
+        return None
+    year, week, _weekday = date.fromisoformat(day).isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def _row_order(by: str):
+    """Times in order (oldest first); models, projects and sessions by cost, the largest first."""
+    if by in ("day", "week", "month"):
+        return lambda row: (row["key"] is None, row["key"] or "")
+    return lambda row: (-row["cost"], -row["total_tokens"], str(row["key"]))
+
+
+SESSION_KEYS = (
+    "session_id",
+    "name",
+    "cwd",
+    "started",
+    "last_activity",
+    "duration_s",
+    "entries",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cost",
+    "models",
+    "tool_calls",
+    "errors",
+)
+
+
+# ORDER BY for each of requests.SESSION_SORTS, largest (or newest) first.
+SESSION_ORDER = {
+    "date": "COALESCE(e.last_timestamp, e.started) DESC",
+    "cost": "e.cost DESC",
+    "tokens": "(e.input_tokens + e.output_tokens + e.cache_read_tokens + e.cache_write_tokens) DESC",
+    "size": "e.entries DESC",
+}
+
+
+def sessions(conn: db.Connection, request: SessionsRequest) -> dict[str, Any]:
+    """The sessions in scope active within the dates (and using the model), newest first or as
+    `request.sort` orders them, one page:
+    `{"scope", "root", "sessions": [...], "offset", "next_offset"}` (next_offset None on the last)."""
+    scope = request_scope(conn, request)
+    where, params = scope.predicate()  # over `e.file_id`: the sessions view's rows are aliased `e`
+    clauses = [where]
+    if request.since:
+        clauses.append("e.last_timestamp >= ?")
+        params.append(request.since)
+    if request.until:
+        clauses.append("COALESCE(e.started, e.last_timestamp) <= ?")
+        params.append(request.until)
+    if request.model:
+        clauses.append(
+            "EXISTS (SELECT 1 FROM entries m WHERE m.file_id = e.file_id AND m.kind = 'assistant' AND m.model = ?)"
+        )
+        params.append(request.model)
+    rows = conn.execute(
+        "SELECT e.session_id, e.name, e.cwd, e.started, e.last_timestamp, e.duration_s, e.entries, "
+        "e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens, e.cost, e.models, "
+        f"e.tool_calls, e.errors FROM sessions e WHERE {' AND '.join(clauses)} "
+        f"ORDER BY {SESSION_ORDER[request.sort]}, e.session_id LIMIT ? OFFSET ?",
+        [*params, request.limit + 1, request.offset],
+    ).fetchall()
+    page = [_session_json(row) for row in rows[: request.limit]]
+    more = len(rows) > request.limit
+    return {
+        **scope.as_json(),
+        "sessions": page,
+        "offset": request.offset,
+        "next_offset": request.offset + request.limit if more else None,
+    }
+
+
+def _session_json(row: tuple) -> dict[str, Any]:
+    data = dict(zip(SESSION_KEYS, row, strict=True))
+    data["cost"] = round(data["cost"], COST_DIGITS)
+    data["models"] = sorted(data["models"].split(",")) if data["models"] else []
+    return data
