@@ -144,7 +144,7 @@ def _key_function(conn: db.Connection, request: UsageRequest, file_ids: set[int]
     if by == "session":
         return lambda day, model, file_id: files[file_id][0]
     roots = {cwd: project_root(conn, cwd, request.home)[0] for _sid, cwd in files.values() if cwd}
-    return lambda day, model, file_id: roots.get(files[file_id][1])
+    return lambda day, model, file_id: roots.get(files[file_id][1] or "")
 
 
 def _files(conn: db.Connection, file_ids: set[int]) -> dict[int, tuple[str | None, str | None]]:

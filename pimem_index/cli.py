@@ -11,6 +11,7 @@ import contextlib
 import functools
 import os
 import sys
+from collections.abc import Sequence
 from importlib.metadata import entry_points
 
 import click
@@ -766,7 +767,7 @@ def _usage_cells(key, figures: dict) -> tuple[str, ...]:
     )
 
 
-def _echo_table(header: tuple[str, ...], rows: list[tuple[str, ...]], ruled: bool = False) -> None:
+def _echo_table(header: Sequence[str], rows: Sequence[Sequence[str]], ruled: bool = False) -> None:
     """Columns padded to their widest cell, the first left-aligned, numbers right; with `ruled`, a
     rule above the last row (a total)."""
     widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]

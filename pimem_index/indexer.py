@@ -518,22 +518,20 @@ def _insert_calls(conn: db.Connection, first: int, file_id: int, batch: parsing.
     """Insert a batch's tool calls, each paired with its result by call id: a result in the same
     batch directly, one answering a call of an earlier batch of this journal by updating that call."""
     # Positions, not names: a batch from a parsing process carries plain tuples (parsing.Batch.__getstate__).
-    calls = [
-        [first + row, call_id or None, tool or None, path or None, None, None]
-        for row, call_id, tool, path in batch.calls
-    ]
+    calls: list[list] = []
     waiting: dict[str, list] = {}
-    for call in calls:
-        if call[1] is not None:
-            waiting.setdefault(call[1], call)
-    earlier = []
+    for row, call_id, tool, path in batch.calls:
+        calls.append([first + row, call_id or None, tool or None, path or None, None, None])
+        if call_id:
+            waiting.setdefault(call_id, calls[-1])
+    earlier: list[tuple] = []
     for row, call_id, outcome in batch.results:
         is_error = None if outcome == parsing.NO_INT else outcome
-        call = waiting.pop(call_id, None)
-        if call is None:
+        paired = waiting.pop(call_id, None)
+        if paired is None:
             earlier.append((first + row, is_error, call_id, file_id))
         else:
-            call[4], call[5] = first + row, is_error
+            paired[4], paired[5] = first + row, is_error
     if calls:
         conn.executemany(
             "INSERT INTO tool_calls (entry_rowid, call_id, tool, path, result_rowid, is_error) "

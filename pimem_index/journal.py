@@ -261,8 +261,9 @@ def _message_entry(obj: dict, lineno: int) -> Entry | None:
     usage = NO_USAGE
     if kind == "assistant":
         text, calls = blocks_text(message.get("content"))
-        tools = dict.fromkeys(call.tool for call in calls if call.tool)
-        tool = ",".join(tools) if tools else None
+        if calls:
+            tools = dict.fromkeys(call.tool for call in calls if call.tool)
+            tool = ",".join(tools) if tools else None
         usage = assistant_usage(message, calls)
     elif kind == "tool_result":
         text = content_text(message.get("content"))
@@ -287,16 +288,19 @@ def assistant_usage(message: dict, calls: tuple[ToolCall, ...] = ()) -> Usage:
     usage = message.get("usage")
     usage = usage if type(usage) is dict else {}
     cost = usage.get("cost")
-    return Usage(
-        model=_label(message.get("model")),
-        provider=_label(message.get("provider")),
-        stop_reason=_label(message.get("stopReason")),
-        input_tokens=_count(usage.get("input")),
-        output_tokens=_count(usage.get("output")),
-        cache_read_tokens=_count(usage.get("cacheRead")),
-        cache_write_tokens=_count(usage.get("cacheWrite")),
-        cost=_dollars(cost.get("total")) if type(cost) is dict else None,
-        calls=calls,
+    return Usage(  # by position (a named tuple's keywords cost more): the fields' order
+        _label(message.get("model")),
+        _label(message.get("provider")),
+        _label(message.get("stopReason")),
+        _count(usage.get("input")),
+        _count(usage.get("output")),
+        _count(usage.get("cacheRead")),
+        _count(usage.get("cacheWrite")),
+        _dollars(cost.get("total")) if type(cost) is dict else None,
+        None,
+        None,
+        None,
+        calls,
     )
 
 

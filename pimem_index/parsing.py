@@ -400,7 +400,7 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
             return 0
         text = item.text
         usage = item.usage
-        if usage is not journal.NO_USAGE:
+        if usage.calls or usage.call_id:
             _take_calls(batch, usage)
         batch.rows.append(
             EntryValues(
@@ -442,10 +442,10 @@ def _usage_values(usage: journal.Usage) -> tuple:
     if usage is journal.NO_USAGE:
         return _NO_USAGE_VALUES
     model, provider, stop_reason, inp, out, cache_read, cache_write, cost, is_error, exit_code = usage[:10]
-    return (
-        redacted_field(model),
-        redacted_field(provider),
-        redacted_field(stop_reason),
+    return (  # a tool result's or a bash entry's figures have no strings: no call for them
+        redacted_field(model) if model else "",
+        redacted_field(provider) if provider else "",
+        redacted_field(stop_reason) if stop_reason else "",
         NO_INT if inp is None else inp,
         NO_INT if out is None else out,
         NO_INT if cache_read is None else cache_read,

@@ -8,9 +8,11 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from passes import threaded_or_bulk
 
 from pimem_index import forget, journal
+from pimem_index.cli import cli
 from pimem_index.indexer import index_all
 
 
@@ -280,3 +282,22 @@ def test_an_exit_code_of_minus_one_is_stored_apart_from_a_missing_one(conn, loca
     j.message({"role": "bashExecution", "command": "sleep", "output": "", "cancelled": True})
     index_all(conn, locations)
     assert [r[0] for r in conn.execute("SELECT exit_code FROM entries ORDER BY offset")] == [-1, None]
+
+
+def test_pimem_usage_and_pimem_sessions_report_the_independent_sum(conn, locations, history):
+    a, b = history
+    a.tool_result("read", "late result for nothing", is_error=True)  # appended after the pass: the CLI indexes it
+    want = journal_sums([a.path, b.path])
+    runner = CliRunner()
+    usage_json = json.loads(runner.invoke(cli, ["usage", "--by", "session", "--json"]).output)
+    sessions_json = json.loads(runner.invoke(cli, ["sessions", "--json"]).output)
+    rows = {row["key"]: row for row in usage_json["rows"]}
+    for sid, s in want.items():
+        assert (rows[sid]["input_tokens"], rows[sid]["messages"]) == (s["input"], s["messages"])
+        assert rows[sid]["cost"] == pytest.approx(s["cost"], abs=1e-6)
+    assert usage_json["total"]["cache_read_tokens"] == sum(s["cache_read"] for s in want.values())
+    by_session = {s["session_id"]: s for s in sessions_json["sessions"]}
+    assert {sid: (s["errors"], s["tool_calls"]) for sid, s in by_session.items()} == {
+        sid: (s["errors"], len(s["calls"])) for sid, s in want.items()
+    }
+    assert by_session[a.session_id]["errors"] == 3  # the failed edit, the exit 1 and the late failure
