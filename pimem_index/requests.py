@@ -477,7 +477,7 @@ class SessionsRequest:
             since=parse_bound(since, end=False, name="since"),
             until=parse_bound(until, end=True, name="until"),
             limit=SESSIONS_LIMIT if limit is None or limit == "" else check_limit(limit),
-            offset=check_page_offset(offset),
+            offset=check_offset(offset, example=20),
             model=model or None,
             sort=check_sort(sort),
             **fields,
@@ -537,21 +537,8 @@ def check_by(by: str | None) -> str:
     if by is None or by == "":
         return "day"
     if by not in USAGE_BY:
-        raise UserError(f"unknown grouping {by!r}: use one of {', '.join(USAGE_BY)} (e.g. by=model)")
+        raise UserError(f"unknown grouping {by!r}: use one of {', '.join(USAGE_BY)}", Arg("by", "model"))
     return by
-
-
-def check_page_offset(offset: Any) -> int:
-    """A page's offset in rows, 0 or more; 0 when none is given."""
-    if offset is None or offset == "":
-        return 0
-    try:
-        value = int(offset)
-    except (TypeError, ValueError):
-        value = -1
-    if value < 0:
-        raise UserError("offset must be a whole number, 0 or more (e.g. offset=20)")
-    return value
 
 
 def check_sort(sort: str | None) -> str:
@@ -559,5 +546,5 @@ def check_sort(sort: str | None) -> str:
     if sort is None or sort == "":
         return "date"
     if sort not in SESSION_SORTS:
-        raise UserError(f"unknown sort {sort!r}: use one of {', '.join(SESSION_SORTS)} (e.g. sort=cost)")
+        raise UserError(f"unknown sort {sort!r}: use one of {', '.join(SESSION_SORTS)}", Arg("sort", "cost"))
     return sort

@@ -217,11 +217,11 @@ def test_pimem_sessions_prints_one_line_a_session(world, run):
 @pytest.mark.parametrize(
     ("args", "example"),
     [
-        (("usage", "--by", "year"), "by=model"),
+        (("usage", "--by", "year"), "--by model"),
         (("usage", "--since", "last week"), "2026-03-15"),
-        (("sessions", "--offset", "-3"), "offset=20"),
-        (("sessions", "--limit", "0"), "limit=20"),
-        (("usage", "--scope", "everything"), "scope=project"),
+        (("sessions", "--offset", "-3"), "--offset 20"),
+        (("sessions", "--limit", "0"), "--limit 20"),
+        (("usage", "--scope", "everything"), "--scope project"),
     ],
 )
 def test_a_bad_argument_is_one_line_and_exit_status_1(world, run, args, example):

@@ -122,11 +122,11 @@ async def test_usage_and_sessions_need_the_permission(figures_ds, usage, token, 
     ("action", "params", "example"),
     [
         ("usage", "by=hour", "(e.g. by=model)"),
-        ("usage", "since=last+week", "(e.g. 2026-03-15)"),
+        ("usage", "since=last+week", "(e.g. since=2026-03-15"),
         ("sessions", "sort=name", "(e.g. sort=cost)"),
         ("sessions", "offset=-5", "(e.g. offset=20)"),
         ("sessions", "limit=0", "(e.g. limit=20)"),
-        ("sessions", "until=13/03/2026", "(e.g. 2026-03-15)"),
+        ("sessions", "until=13/03/2026", "(e.g. until=2026-03-15"),
     ],
 )
 async def test_a_bad_argument_is_a_json_400_with_an_example(figures_ds, usage, action, params, example):
@@ -192,7 +192,7 @@ async def test_the_sessions_list_sorts_and_pages(figures_ds, usage):
 @pytest.mark.parametrize("path", ("/-/pi-memory/sessions", "/-/pi-memory/usage"))
 async def test_a_bad_date_on_a_figures_page_is_a_400_saying_the_right_form(figures_ds, usage, path):
     res = await figures_ds.client.get(f"{path}?since=yesterday", actor=ROOT)
-    assert res.status_code == 400 and "(e.g. 2026-03-15)" in res.text
+    assert res.status_code == 400 and "(e.g. since=2026-03-15" in res.text and "--since" not in res.text
     assert _sessions_in(res.text, usage) == set() and "$2.50" not in res.text
     assert 'value="yesterday"' in res.text  # the form shows what was asked, to correct it
 
