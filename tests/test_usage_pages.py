@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import pytest_asyncio
 from click.testing import CliRunner
 from commands import pimem
 from datasette.database import Database
+from pijournal import Journal
 from plugin_world import HERON, ROOT, bearer, make_datasette, pimem_serve_datasette, running
 from usage_world import GPT, OPUS, SECRET, SONNET, expected, local_noon, write_usage_world
 
@@ -465,3 +466,15 @@ def test_pimem_sessions_sorts_as_the_api_does(usage):
     assert ids == [usage["big"].session_id, usage["other"].session_id, usage["small"].session_id]
     wrong = runner.invoke(cli, ["sessions", "--sort", "name"])
     assert wrong.exit_code == 2 and "'name' is not one of 'date', 'cost', 'tokens', 'size'" in wrong.output
+
+
+@pytest.mark.asyncio
+async def test_the_weekly_session_query_counts_iso_weeks(locations, agent_dir, home):
+    for day in (datetime(2027, 1, 1, 12, tzinfo=UTC), datetime(2027, 1, 4, 12, tzinfo=UTC)):  # a Friday, a Monday
+        Journal(agent_dir / "sessions", str(home / "Apps/prjct"), start=day).user("a session of its week")
+    assert CliRunner().invoke(cli, ["index"]).exit_code == 0
+    async with running(pimem_serve_datasette(locations)) as datasette:
+        res = await datasette.client.get("/history/sessions_per_project_per_week.json?_shape=array", actor=ROOT)
+    weeks = {row["week"] for row in res.json()}
+    assert weeks == {"2026-W53", "2027-W01"}  # 1 January 2027 is in 2026's last ISO week
+    assert "2027-W00" not in weeks  # what SQLite's %W would have said
