@@ -16,23 +16,10 @@ from typing import Any
 
 from . import db
 from .requests import SessionsRequest, UsageRequest, check_by
-from .scope import Scope, project_root, resolve_scope
+from .scope import project_root, request_scope
 
 FIGURES = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 COST_DIGITS = 6  # dollars to a millionth: sums of floats lose the noise beyond
-
-
-def request_scope(conn: db.Connection, request: UsageRequest | SessionsRequest) -> Scope:
-    """The request's scope, checked against its cap (`scope.resolve_scope`)."""
-    return resolve_scope(
-        conn,
-        request.scope,
-        cwd=request.cwd,
-        session_id=request.session_id,
-        journal_path=request.journal_path,
-        max_scope=request.max_scope,
-        home=request.home,
-    )
 
 
 def usage(conn: db.Connection, request: UsageRequest, split: str | None = None) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from .reread import (
     unavailable_reason,
     unavailable_text,
 )
-from .scope import SCOPES, Scope, allowed, project_root, resolve_scope, session_of
+from .scope import SCOPES, Scope, allowed, project_root, request_scope, session_of
 
 CANDIDATES = 400
 PAGE_CHARS = 16_000
@@ -145,7 +145,7 @@ def summaries(
 def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -> dict:
     """search and summaries (the request says which), within the time budget."""
     terms, limit = list(request.terms), request.limit
-    sc = _scope(conn, request)
+    sc = request_scope(conn, request)
     where, params = _filters(sc, request.since, request.until, list(request.kinds))
     reply: dict = {"action": request.action, **sc.as_json()}
     if not terms:
@@ -257,19 +257,6 @@ def _phrases_json(phrases, found: results.Page) -> dict:
             "add rarer words to find more"
         )
     return data
-
-
-def _scope(conn: db.Connection, request: SearchRequest | ReadRequest) -> Scope:
-    """The request's scope, checked against its cap and resolved against the index."""
-    return resolve_scope(
-        conn,
-        request.scope,
-        cwd=request.cwd,
-        session_id=request.session_id,
-        journal_path=request.journal_path,
-        max_scope=request.max_scope,
-        home=request.home,
-    )
 
 
 # BM25's constants, as FTS5's bm25() uses them.
@@ -470,7 +457,7 @@ def read(conn: db.Connection, locations: Locations, request: ReadRequest | str |
     if not isinstance(request, ReadRequest):
         request = ReadRequest.create(request, **fields)
     offset = request.offset
-    sc = _scope(conn, request)
+    sc = request_scope(conn, request)
     where, params = sc.predicate()
     rows = select_entries(conn, f"e.id = ? AND {where} ORDER BY e.timestamp DESC LIMIT 50", [request.id, *params])
     current = request.session_id or session_of(conn, request.journal_path)

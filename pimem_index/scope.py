@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Protocol
 
 from . import db, store
 from .errors import Arg, UserError
@@ -179,6 +180,36 @@ def project_root(conn: db.Connection, cwd: str, home: str | None = None) -> tupl
 def _home_or_above(path: str, home: str) -> bool:
     """Whether path is home, one of its ancestors or `/`: never a project root above the cwd."""
     return path == "/" or path == home or home.startswith(path.rstrip("/") + "/")
+
+
+class ScopedRequest(Protocol):
+    """What a request object (requests.py) says about where it looks."""
+
+    @property
+    def scope(self) -> str | None: ...
+    @property
+    def cwd(self) -> str | None: ...
+    @property
+    def session_id(self) -> str | None: ...
+    @property
+    def journal_path(self) -> str | None: ...
+    @property
+    def max_scope(self) -> str: ...
+    @property
+    def home(self) -> str | None: ...
+
+
+def request_scope(conn: db.Connection, request: ScopedRequest) -> Scope:
+    """A request's scope, checked against its cap and resolved against the index (`resolve_scope`)."""
+    return resolve_scope(
+        conn,
+        request.scope,
+        cwd=request.cwd,
+        session_id=request.session_id,
+        journal_path=request.journal_path,
+        max_scope=request.max_scope,
+        home=request.home,
+    )
 
 
 def resolve_scope(

@@ -143,3 +143,20 @@ def token(locations) -> str:
     from datasette_pi_memory.serve import make_token
 
     return make_token(locations)
+
+
+@pytest.fixture
+def run(agent_dir):
+    """`pimem ARGS...` in this agent folder through click's runner, optionally from the folder `cwd`."""
+    runner = CliRunner()
+
+    def invoke(*args, cwd=None):
+        old = os.getcwd()
+        if cwd:
+            os.chdir(cwd)
+        try:
+            return runner.invoke(cli, [str(a) for a in args], catch_exceptions=False)
+        finally:
+            os.chdir(old)
+
+    return invoke

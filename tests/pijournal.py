@@ -14,6 +14,18 @@ def iso(dt: datetime) -> str:
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
+def usage(input_tokens: int, output_tokens: int, cost: float, cache_read: int = 0, cache_write: int = 0) -> dict:
+    """`usage` as Pi writes it on an assistant message."""
+    return {
+        "input": input_tokens,
+        "output": output_tokens,
+        "cacheRead": cache_read,
+        "cacheWrite": cache_write,
+        "totalTokens": input_tokens + output_tokens + cache_read + cache_write,
+        "cost": {"total": cost},
+    }
+
+
 def encode_cwd(cwd: str) -> str:
     """Pi's per-project folder name for a cwd (lossy; the header holds the real cwd)."""
     return "--" + cwd.lstrip("/\\").replace("/", "-").replace("\\", "-").replace(":", "-") + "--"

@@ -9,23 +9,12 @@ import time
 from datetime import UTC, datetime
 
 import pytest
-from click.testing import CliRunner
+from pijournal import usage
 
 from pimem_index import activity
-from pimem_index.cli import cli
 from pimem_index.errors import UserError
 from pimem_index.indexer import index_all
 from pimem_index.requests import SessionsRequest, UsageRequest
-
-
-def usage(input_tokens: int, output_tokens: int, cost: float, cache_read: int = 0, cache_write: int = 0) -> dict:
-    return {
-        "input": input_tokens,
-        "output": output_tokens,
-        "cacheRead": cache_read,
-        "cacheWrite": cache_write,
-        "cost": {"total": cost},
-    }
 
 
 @pytest.fixture
@@ -180,12 +169,6 @@ def test_sessions_since_a_day_leave_out_sessions_that_ended_before(conn, world):
 def test_a_negative_offset_is_refused_with_an_example():
     with pytest.raises(UserError, match=r"offset must be .* \(e\.g\. offset=20\)"):
         SessionsRequest.create(offset=-1)
-
-
-@pytest.fixture
-def run(agent_dir):
-    runner = CliRunner()
-    return lambda *args: runner.invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
 def test_pimem_usage_json_is_the_library_s_reply(conn, world, run):

@@ -11,7 +11,6 @@ import time
 
 import click
 import pytest
-from click.testing import CliRunner
 from pijournal import Journal
 
 from pimem_index import db
@@ -20,22 +19,6 @@ from pimem_index.errors import UserError
 from pimem_index.locations import resolve
 
 SECRET = "sk-" + "ant-" + "api03-" + "Hq7Lm2Xv9Rt4Wz8Kp3Nb6Yc1Df5Gs0Ja"
-
-
-@pytest.fixture
-def run(agent_dir):
-    runner = CliRunner()
-
-    def invoke(*args, cwd=None):
-        old = os.getcwd()
-        if cwd:
-            os.chdir(cwd)
-        try:
-            return runner.invoke(cli, [str(a) for a in args], catch_exceptions=False)
-        finally:
-            os.chdir(old)
-
-    return invoke
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ The CLI names arguments as options (`--limit 20`), the API and the pages as para
 
 from __future__ import annotations
 
-import os
 from urllib.parse import urlencode
 
 import pytest
@@ -16,22 +15,6 @@ from plugin_world import ROOT, make_datasette, running
 
 from pimem_index import errors
 from pimem_index.cli import cli
-
-
-@pytest.fixture
-def run(agent_dir):
-    runner = CliRunner()
-
-    def invoke(*args, cwd=None):
-        old = os.getcwd()
-        if cwd:
-            os.chdir(cwd)
-        try:
-            return runner.invoke(cli, [str(a) for a in args], catch_exceptions=False)
-        finally:
-            os.chdir(old)
-
-    return invoke
 
 
 @pytest_asyncio.fixture

@@ -47,16 +47,6 @@ def flood(conn, locations, new_journal, home):
     }
 
 
-@pytest.fixture
-def run(agent_dir):
-    runner = CliRunner()
-
-    def invoke(*args):
-        return runner.invoke(cli, [str(a) for a in args], catch_exceptions=False)
-
-    return invoke
-
-
 # ---- no flood: one hit for the same text from the same session ------------------------------------
 
 

@@ -10,22 +10,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from passes import threaded_or_bulk
+from pijournal import usage
 
 from pimem_index import forget, journal
 from pimem_index.cli import cli
 from pimem_index.indexer import index_all
-
-
-def usage(input_tokens: int, output_tokens: int, cost: float, cache_read: int = 0, cache_write: int = 0) -> dict:
-    """`usage` as Pi writes it on an assistant message."""
-    return {
-        "input": input_tokens,
-        "output": output_tokens,
-        "cacheRead": cache_read,
-        "cacheWrite": cache_write,
-        "totalTokens": input_tokens + output_tokens + cache_read + cache_write,
-        "cost": {"total": cost},
-    }
 
 
 def journal_sums(paths: list[Path], forgotten: frozenset[str] = frozenset()) -> dict[str, dict]:
