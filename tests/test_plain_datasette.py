@@ -151,3 +151,19 @@ def test_a_real_datasette_serve_indexes_in_the_background_and_takes_pimem_tokens
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_every_column_of_the_index_tables_and_views_is_described(conn):
+    from datasette_pi_memory.catalog import index_description
+
+    tables = index_description()["tables"]
+    shown = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'entries_fts%' "
+        "AND name NOT LIKE 'sqlite_%'"
+    ).fetchall()
+    assert {"entries", "tool_calls", "sessions", "journal_errors"} <= {name for (name,) in shown}
+    for (name,) in shown:
+        columns = [row[1] for row in conn.execute(f"PRAGMA table_info({name})")]
+        described = (tables.get(name) or {}).get("columns") or {}
+        assert not set(columns) - set(described) - {"rowid"}, (name, set(columns) - set(described))
+        assert not set(described) - set(columns) - {"rowid"}, (name, "described but absent")
