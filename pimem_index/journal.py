@@ -268,12 +268,12 @@ def _message_entry(obj: dict, lineno: int) -> Entry | None:
     elif kind == "tool_result":
         text = content_text(message.get("content"))
         tool = _str_or_none(message.get("toolName"))
-        usage = Usage(is_error=_outcome(message.get("isError")), call_id=_label(message.get("toolCallId")))
+        usage = _result_usage(_outcome(message.get("isError")), _label(message.get("toolCallId")))
     elif kind == "bash":
         command = _str(message.get("command"))
         output = _str(message.get("output"))
         text = f"$ {command}\n{output}" if output else f"$ {command}"
-        usage = Usage(exit_code=_exit_code(message.get("exitCode")))
+        usage = _bash_usage(_exit_code(message.get("exitCode")))
     elif kind == "custom":
         text = content_text(message.get("content"))
         tool = _str_or_none(message.get("customType"))
@@ -282,21 +282,46 @@ def _message_entry(obj: dict, lineno: int) -> Entry | None:
     return _entry(obj, lineno, kind, text, role=role, tool=tool, message=message, usage=usage)
 
 
+def _result_usage(is_error: int | None, call_id: str | None) -> Usage:
+    """A tool result's figures (by position: a named tuple's keywords cost a microsecond a line)."""
+    return Usage(None, None, None, None, None, None, None, None, is_error, None, call_id, ())
+
+
+def _bash_usage(exit_code: int | None) -> Usage:
+    """A bash execution's figures: its exit code (by position, as `_result_usage`)."""
+    return NO_USAGE if exit_code is None else Usage(None, None, None, None, None, None, None, None, None, exit_code)
+
+
 def assistant_usage(message: dict, calls: tuple[ToolCall, ...] = ()) -> Usage:
     """An assistant message's figures: model, provider, stop reason, `usage` tokens and
-    `usage.cost.total`, with its tool calls (`blocks_text`); each unreadable figure dropped on its own."""
-    usage = message.get("usage")
-    usage = usage if type(usage) is dict else {}
-    cost = usage.get("cost")
+    `usage.cost.total`, with its tool calls (`blocks_text`); each unreadable figure dropped on its own.
+    The checks are `_label`, `_count` and `_dollars` written out: this runs for every assistant line."""
+    get = message.get
+    model, provider, stop = get("model"), get("provider"), get("stopReason")
+    usage = get("usage")
+    inp = out = cache_read = cache_write = cost = None
+    if type(usage) is dict:
+        uget = usage.get
+        inp, out, cache_read, cache_write = uget("input"), uget("output"), uget("cacheRead"), uget("cacheWrite")
+        if not (type(inp) is int and 0 <= inp <= INT64_MAX):
+            inp = None
+        if not (type(out) is int and 0 <= out <= INT64_MAX):
+            out = None
+        if not (type(cache_read) is int and 0 <= cache_read <= INT64_MAX):
+            cache_read = None
+        if not (type(cache_write) is int and 0 <= cache_write <= INT64_MAX):
+            cache_write = None
+        money = uget("cost")
+        cost = _dollars(money.get("total")) if type(money) is dict else None
     return Usage(  # by position (a named tuple's keywords cost more): the fields' order
-        _label(message.get("model")),
-        _label(message.get("provider")),
-        _label(message.get("stopReason")),
-        _count(usage.get("input")),
-        _count(usage.get("output")),
-        _count(usage.get("cacheRead")),
-        _count(usage.get("cacheWrite")),
-        _dollars(cost.get("total")) if type(cost) is dict else None,
+        model if type(model) is str and model else None,
+        provider if type(provider) is str and provider else None,
+        stop if type(stop) is str and stop else None,
+        inp,
+        out,
+        cache_read,
+        cache_write,
+        cost,
         None,
         None,
         None,
@@ -353,7 +378,7 @@ def blocks_text(content) -> tuple[str, tuple[ToolCall, ...]]:
             parts.append(IMAGE_MARKER)
         elif type(btype) is not str:
             raise Malformed("a content block's type is not a string")
-    return "\n".join(p for p in parts if p), tuple(calls)
+    return "\n".join(p for p in parts if p), tuple(calls) if calls else ()
 
 
 def tool_call_text(name: str, arguments) -> str:
