@@ -403,20 +403,22 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
         if usage.calls or usage.call_id:
             _take_calls(batch, usage)
         batch.rows.append(
-            EntryValues(
-                item.id,
-                item.parent_id or "",
-                item.timestamp or "",
-                item.kind,
-                item.role or "",
-                redacted_field(item.tool),
-                len(text),
-                lineno,
-                offset,
-                len(line),
-                fp,
-                NO_INT if item.tokens_before is None else item.tokens_before,
-                *_usage_values(usage),
+            _entry_values(  # as EntryValues(...), without its 22-argument __new__ for every line
+                (
+                    item.id,
+                    item.parent_id or "",
+                    item.timestamp or "",
+                    item.kind,
+                    item.role or "",
+                    redacted_field(item.tool),
+                    len(text),
+                    lineno,
+                    offset,
+                    len(line),
+                    fp,
+                    NO_INT if item.tokens_before is None else item.tokens_before,
+                )
+                + _usage_values(usage),
             )
         )
         redacted = redact(text) if text else ""
@@ -434,18 +436,21 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
     return 0
 
 
+def _entry_values(values: tuple) -> EntryValues:
+    """An EntryValues from a tuple of its values in field order."""
+    return tuple.__new__(EntryValues, values)
+
+
 _NO_USAGE_VALUES = ("", "", "", NO_INT, NO_INT, NO_INT, NO_INT, NO_INT, NO_INT, NO_EXIT)
 
 
 def _usage_values(usage: journal.Usage) -> tuple:
-    """An entry's figures as EntryValues holds them (model and provider redacted)."""
+    """An entry's figures as EntryValues holds them (model, provider and stop reason redacted)."""
     if usage is journal.NO_USAGE:
         return _NO_USAGE_VALUES
     model, provider, stop_reason, inp, out, cache_read, cache_write, cost, is_error, exit_code = usage[:10]
-    return (  # a tool result's or a bash entry's figures have no strings: no call for them
-        redacted_field(model) if model else "",
-        redacted_field(provider) if provider else "",
-        redacted_field(stop_reason) if stop_reason else "",
+    labels = _redacted_labels(model, provider, stop_reason) if model or provider or stop_reason else _NO_LABELS
+    return labels + (  # a tool result's or a bash entry's figures have no strings: nothing to redact
         NO_INT if inp is None else inp,
         NO_INT if out is None else out,
         NO_INT if cache_read is None else cache_read,
@@ -456,13 +461,29 @@ def _usage_values(usage: journal.Usage) -> tuple:
     )
 
 
+_NO_LABELS = ("", "", "")
+
+
+@functools.lru_cache(maxsize=4096)
+def _redacted_labels(model: str | None, provider: str | None, stop_reason: str | None) -> tuple[str, str, str]:
+    """`redacted_field` of an assistant's model, provider and stop reason, asked once per triple
+    (a handful of triples come on every assistant line)."""
+    return redacted_field(model), redacted_field(provider), redacted_field(stop_reason)
+
+
 def _take_calls(batch: Batch, usage: journal.Usage) -> None:
     """The tool calls of the entry about to be added (its row index), and the call it answers."""
     row = len(batch.rows)
     for call in usage.calls:
-        batch.calls.append(CallValues(row, call.call_id or "", redacted_field(call.tool), redacted_field(call.path)))
+        batch.calls.append(CallValues(row, call.call_id or "", *_redacted_call(call.tool, call.path)))
     if usage.call_id:
         batch.results.append(ResultValues(row, usage.call_id, NO_INT if usage.is_error is None else usage.is_error))
+
+
+@functools.lru_cache(maxsize=4096)
+def _redacted_call(tool: str | None, path: str | None) -> tuple[str, str]:
+    """`redacted_field` of a tool call's tool and file argument, asked once per pair."""
+    return redacted_field(tool), redacted_field(path)
 
 
 def redacted_field(value: str | None) -> str:
