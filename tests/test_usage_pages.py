@@ -478,3 +478,14 @@ async def test_the_weekly_session_query_counts_iso_weeks(locations, agent_dir, h
     weeks = {row["week"] for row in res.json()}
     assert weeks == {"2026-W53", "2027-W01"}  # 1 January 2027 is in 2026's last ISO week
     assert "2027-W00" not in weeks  # what SQLite's %W would have said
+
+
+@pytest.mark.asyncio
+async def test_the_largest_tool_outputs_link_each_entry_to_its_read_page(served_usage, usage):
+    rows = (await served_usage.client.get("/history/largest_tool_outputs.json?_shape=array", actor=ROOT)).json()
+    assert rows and "id" not in rows[0]  # the column is entry_id, which the render hook links
+    page = await served_usage.client.get("/history/largest_tool_outputs", actor=ROOT)
+    first = rows[0]
+    link = f'<a href="/-/pi-memory/read?id={first["entry_id"]}&amp;session_id={first["session_id"]}">'
+    assert link in page.text
+    assert SECRET not in page.text
