@@ -290,6 +290,31 @@ def call_flexible(fn, *args, **kwargs):
 # --------------------------------------------------------------------------- stages
 
 
+# Common words and phrases every project holds: the queries that find many entries (search_results.py uses them too).
+COMMON_QUERIES = (
+    "return",
+    "error",
+    "import os",
+    "def test",
+    "self value",
+    "config file",
+    "TODO",
+    "connection reset",
+    "parse json error",
+    "the function returns None",
+    "license",
+    "install",
+    "README",
+    "class",
+    "string",
+    "buffer size",
+    "permission denied",
+    "timeout",
+    "http request",
+    "unicode",
+)
+
+
 class Bench:
     def __init__(self, args):
         self.args = args
@@ -461,29 +486,7 @@ class Bench:
             for rec in rng.sample(m["needles"], min(20, len(m["needles"]))):
                 p = rec["placements"][0]
                 qs.append({"group": "needle", "q": rec["word"], "cwd": p["cwd"]})
-        common = [
-            "return",
-            "error",
-            "import os",
-            "def test",
-            "self value",
-            "config file",
-            "TODO",
-            "connection reset",
-            "parse json error",
-            "the function returns None",
-            "license",
-            "install",
-            "README",
-            "class",
-            "string",
-            "buffer size",
-            "permission denied",
-            "timeout",
-            "http request",
-            "unicode",
-        ]
-        for i, q in enumerate(common):
+        for i, q in enumerate(COMMON_QUERIES):
             cwd = cwds[i % len(cwds)] if cwds else os.getcwd()
             qs.append({"group": "common", "q": q, "cwd": cwd})
         qs.append({"group": "recent", "q": "", "cwd": cwds[0] if cwds else os.getcwd()})

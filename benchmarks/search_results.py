@@ -19,32 +19,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import run  # noqa: E402
 
 from pimem_index import locations, query, results, store  # noqa: E402
 
 HOME = "/home/u"  # the corpus's home
-WORDS = [
-    "return",
-    "error",
-    "import os",
-    "def test",
-    "self value",
-    "config file",
-    "TODO",
-    "connection reset",
-    "parse json error",
-    "the function returns None",
-    "license",
-    "install",
-    "README",
-    "class",
-    "string",
-    "buffer size",
-    "permission denied",
-    "timeout",
-    "http request",
-    "unicode",
-]
+WORDS = run.COMMON_QUERIES
 PHRASES = [f'"{w}"' for w in WORDS if " " in w]
 
 
