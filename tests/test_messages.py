@@ -279,12 +279,23 @@ def test_the_project_list_names_each_root_once_with_its_sub_folders_as_a_note(co
 
 @pytest.mark.asyncio
 async def test_the_project_dropdowns_offer_roots_only(locations, home, nested_projects):
+    paths = ("/-/pi-memory", "/-/pi-memory/search?q=work&scope=global", "/-/pi-memory/sessions", "/-/pi-memory/usage")
     async with running(make_datasette(locations)) as datasette:
-        overview = (await datasette.client.get("/-/pi-memory", actor=ROOT)).text
-        search = (await datasette.client.get("/-/pi-memory/search?q=work&scope=global", actor=ROOT)).text
-    for page in (overview, search):
+        pages = [(await datasette.client.get(path, actor=ROOT)).text for path in paths]
+    for page in pages:
         assert f'<option value="{home}/Apps/prjct"' in page and "(also prjct-" in page
         assert f'<option value="{home}/Apps/prjct/prjct-fe"' not in page
+
+
+@pytest.mark.asyncio
+async def test_a_sub_folder_chooses_its_project_root_in_every_project_select(locations, home, nested_projects):
+    fe = home / "Apps/prjct/prjct-fe"
+    paths = (f"/-/pi-memory/search?q=work&cwd={fe}", f"/-/pi-memory/sessions?cwd={fe}", f"/-/pi-memory/usage?cwd={fe}")
+    async with running(make_datasette(locations)) as datasette:
+        pages = [(await datasette.client.get(path, actor=ROOT)).text for path in paths]
+    for path, page in zip(paths, pages, strict=True):
+        assert f'<option value="{home}/Apps/prjct" selected>' in page, path
+        assert f'<option value="{home}/Apps/other" selected>' not in page, path
 
 
 @pytest.mark.asyncio
