@@ -416,14 +416,7 @@ class UsageRequest:
         **fields: Any,
     ) -> UsageRequest:
         """Check every field once; without a scope, all projects unless a cwd narrows it (`activity_scope`)."""
-        return cls(
-            by=check_by(by),
-            scope=activity_scope(scope, cwd, fields.get("session_id")),
-            cwd=cwd,
-            since=parse_bound(since, end=False, name="since"),
-            until=parse_bound(until, end=True, name="until"),
-            **fields,
-        )
+        return cls(by=check_by(by), **_activity_where(scope, cwd, since, until, fields))
 
     @classmethod
     def from_options(cls, *, cwd: str | None, **options: Any) -> UsageRequest:
@@ -472,15 +465,11 @@ class SessionsRequest:
     ) -> SessionsRequest:
         """Check every field once; without a scope, all projects unless a cwd narrows it (`activity_scope`)."""
         return cls(
-            scope=activity_scope(scope, cwd, fields.get("session_id")),
-            cwd=cwd,
-            since=parse_bound(since, end=False, name="since"),
-            until=parse_bound(until, end=True, name="until"),
+            **_activity_where(scope, cwd, since, until, fields),
             limit=SESSIONS_LIMIT if limit is None or limit == "" else check_limit(limit),
             offset=check_offset(offset, example=20),
             model=model or None,
             sort=check_sort(sort),
-            **fields,
         )
 
     @classmethod
@@ -500,6 +489,20 @@ class SessionsRequest:
             sort=args.get("sort"),
             **activity_args(conn, args, max_scope, journal_path),
         )
+
+
+def _activity_where(
+    scope: str | None, cwd: str | None, since: str | None, until: str | None, fields: dict[str, Any]
+) -> dict[str, Any]:
+    """What usage and sessions requests check alike: the scope (`activity_scope`), the cwd, the dates
+    as UTC ISO, and the request's other fields as given."""
+    return {
+        "scope": activity_scope(scope, cwd, fields.get("session_id")),
+        "cwd": cwd,
+        "since": parse_bound(since, end=False, name="since"),
+        "until": parse_bound(until, end=True, name="until"),
+        **fields,
+    }
 
 
 def activity_scope(scope: str | None, cwd: str | None, session_id: str | None = None) -> str:
