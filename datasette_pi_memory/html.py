@@ -127,23 +127,6 @@ def tokens(count: int | None) -> str:
     return f"{count:,}"
 
 
-def duration(seconds: int | None) -> str:
-    """A duration as 45 s, 12 min, 3 h 05 min or 2 d 4 h."""
-    if seconds is None:
-        return "-"
-    seconds = max(int(seconds), 0)
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes = seconds // 60
-    if minutes < 60:
-        return f"{minutes} min"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 24:
-        return f"{hours} h {minutes:02d} min"
-    days, hours = divmod(hours, 24)
-    return f"{days} d {hours} h"
-
-
 def colours(names: list[str]) -> dict[str, str]:
     """A colour for each name (models, costliest first), the palette's last for any past it."""
     return {name: MODEL_COLOURS[min(i, len(MODEL_COLOURS) - 1)] for i, name in enumerate(names)}

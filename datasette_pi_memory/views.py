@@ -12,7 +12,7 @@ from pimem_index import activity, browse, conversation, db, journal, query
 from pimem_index.errors import Arg, UserError
 from pimem_index.requests import ReadRequest, SessionsRequest, UsageRequest, check_offset, query_args
 from pimem_index.scope import EXAMPLE_CWD, figures_scope, offered, page_default_scope, wider
-from pimem_index.words import counted, noun
+from pimem_index.words import counted, duration, noun
 
 from . import api, html
 from .state import ACTION, state
@@ -105,7 +105,7 @@ async def render(datasette, request, template: str, context: dict, status: int =
         "noun": noun,
         "money": html.money,
         "tokens": html.tokens,
-        "duration": html.duration,
+        "duration": duration,
         "share": html.share,
         "folder": html.folder,
         "short_path": html.short_path,

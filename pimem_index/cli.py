@@ -22,7 +22,7 @@ from . import scope as scopes
 from .errors import Arg, UserError
 from .locations import Locations, checked_journal, discover, resolve
 from .requests import ReadRequest, SearchRequest
-from .words import counted
+from .words import counted, duration
 
 COMMAND_PLUGINS = "pimem_index.commands"  # entry points: a function that adds commands to the pimem group
 
@@ -820,7 +820,7 @@ def sessions(locations: Locations, as_json, no_index, **options):
             _local_time(s["last_activity"]),
             s["session_id"][:8],
             s["cwd"] or "",
-            _duration(s["duration_s"]),
+            duration(s["duration_s"]),
             f"{s['input_tokens'] + s['output_tokens']:,}",
             f"{s['cost']:,.2f}",
             ",".join(s["models"]),
@@ -835,14 +835,3 @@ def sessions(locations: Locations, as_json, no_index, **options):
     _echo_table(header, rows)
     if data["next_offset"] is not None:
         click.secho(f"[more: --offset {data['next_offset']}]", fg="yellow")
-
-
-def _duration(seconds: int | None) -> str:
-    """A duration as 45s, 12m or 3h05m."""
-    if seconds is None:
-        return "-"
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"

@@ -13,7 +13,7 @@ import pytest_asyncio
 from click.testing import CliRunner
 from plugin_world import ROOT, make_datasette, running
 
-from pimem_index import errors
+from pimem_index import errors, words
 from pimem_index.cli import cli
 
 
@@ -336,3 +336,28 @@ async def test_the_summaries_page_renders_markdown_with_html_as_text_and_secrets
     assert "<h2>Goal</h2>" in page and "<li>[x] tests</li>" in page and "98,765 tokens before" in page
     assert "&lt;script&gt;alert(" in page and "<script>alert(" not in page
     assert secret not in page and secret[-16:] not in page
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        (None, "-"),
+        (45, "45 s"),
+        (12 * 60 + 5, "12 min"),
+        (3 * 3600 + 5 * 60, "3 h 05 min"),
+        (2 * 86400 + 4 * 3600, "2 d 4 h"),
+    ],
+)
+def test_a_duration_reads_in_the_two_largest_units_the_cli_and_the_pages_share(seconds, shown):
+    assert words.duration(seconds) == shown
+    assert "3h05m" not in words.duration(seconds)  # one format for the CLI and the pages
+
+
+def test_pimem_sessions_shows_durations_as_the_pages_do(run, new_journal):
+    j = new_journal("Apps/prjct")
+    j.user("start")
+    j.tick(12 * 60)
+    j.user("twelve minutes later")
+    result = run("sessions", "--scope", "global")
+    assert result.exit_code == 0 and "12 min" in result.output
+    assert "12m " not in result.output
