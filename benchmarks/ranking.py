@@ -1,6 +1,6 @@
 """Ranking without positions against FTS5's bm25() with positions, and query words in other forms.
 
-    python benchmarks/ranking.py [CORPUS_DIR] [--queries 200] [--seed 7]
+    python benchmarks/ranking.py [CORPUS_DIR] [--queries 200] [--seed 7] [--no-docs]
 
 The index keeps no term positions (store.FTS_OPTIONS, detail=none), so search ranks with
 its own BM25 over which terms an entry holds (query._ranked). This builds the index twice,
@@ -11,7 +11,8 @@ word forms: query._ranked) and by our ranking with word forms (query._matches, f
 with each word that has one replaced by another form of it (plural or singular, -ing, -ed,
 -es: a word of the corpus the stemmer joins to it) that the entry does not hold, as a person
 or an agent phrases it. A ranking is better when it puts that entry higher (MRR, found at
-rank 1, in the top 10, in the top 100).
+rank 1, in the top 10, in the top 100). The table goes into docs/performance.md between the
+markers named for the corpus folder (`docs_figures`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
+import docs_figures  # noqa: E402
 from floor import positions_fts_options  # noqa: E402
 
 from pimem_index import indexer, query, reread, scope, store, wordforms  # noqa: E402
@@ -81,15 +83,44 @@ def ranks_of(conn, terms: list[str], rowid: int, everything, with_forms: bool) -
     return mine.index(rowid) + 1 if rowid in mine else None
 
 
+def figures(ranks: list[int | None]) -> tuple[float, float, float, float]:
+    """MRR, and the shares found at rank 1, in the top 10 and in the top 100."""
+    n = len(ranks)
+    return (
+        sum(1 / r for r in ranks if r) / n,
+        sum(r == 1 for r in ranks) / n,
+        sum(bool(r) and r <= 10 for r in ranks) / n,
+        sum(bool(r) for r in ranks) / n,
+    )
+
+
 def report(title: str, ranks: dict[str, list[int | None]]) -> None:
     print(title)
     for name, found in ranks.items():
-        n = len(found)
-        mrr = sum(1 / r for r in found if r) / n
-        print(
-            f"  {name:>28}: MRR {mrr:.3f}, rank 1 {sum(r == 1 for r in found) / n:.0%}, "
-            f"top 10 {sum(bool(r) and r <= 10 for r in found) / n:.0%}, top 100 {sum(bool(r) for r in found) / n:.0%}"
-        )
+        mrr, first, top10, top100 = figures(found)
+        print(f"  {name:>28}: MRR {mrr:.3f}, rank 1 {first:.0%}, top 10 {top10:.0%}, top 100 {top100:.0%}")
+
+
+def docs_table(corpus: str, queries: int, seed: int, sets: dict[str, dict[str, list[int | None]]]) -> str:
+    """The figures as the markdown table docs/performance.md shows."""
+    lines = [
+        f"`benchmarks/ranking.py` on `{os.path.basename(os.path.normpath(corpus))}`, {queries} queries a set, "
+        f"seed {seed}:",
+        "",
+        "| query set | ranking | MRR | rank 1 | top 10 | top 100 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for set_name, ranks in sets.items():
+        for name, found in ranks.items():
+            mrr, first, top10, top100 = figures(found)
+            lines.append(f"| {set_name} | {name} | {mrr:.3f} | {first:.0%} | {top10:.0%} | {top100:.0%} |")
+    return "\n".join(lines)
+
+
+def docs_markers(corpus: str) -> tuple[str, str]:
+    name = os.path.basename(os.path.normpath(corpus))
+    start = f"<!-- ranking figures for {name}: written by benchmarks/ranking.py -->"
+    return start, f"<!-- end of ranking figures for {name} -->"
 
 
 def main() -> int:
@@ -97,6 +128,7 @@ def main() -> int:
     ap.add_argument("corpus", nargs="?", default=str(ROOT / "corpus" / "500MB-s1"))
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--no-docs", action="store_true", help="do not write the figures into docs/performance.md")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="pimem-ranking-", dir=os.environ.get("PIMEM_BENCH_TMP"))
     os.environ["PI_CODING_AGENT_DIR"] = work  # never your own ~/.pi/agent/sessions
@@ -146,6 +178,12 @@ def main() -> int:
         f"{args.queries} word-form queries (the same, each word that has one in another form the entry does not hold)",
         forms,
     )
+    if not args.no_docs:
+        table = docs_table(args.corpus, args.queries, args.seed, {"known items": known, "word forms": forms})
+        if docs_figures.replace_between(*docs_markers(args.corpus), table):
+            print("wrote the figures into docs/performance.md")
+        else:
+            print("docs/performance.md has no markers for this corpus: {} ... {}".format(*docs_markers(args.corpus)))
     return 0
 
 

@@ -1,11 +1,12 @@
 """Cold-index two versions of the code on the same corpus, interleaved, and print the ratios.
 
-    python benchmarks/versus.py OLD_TREE CORPUS [--rounds 3]
+    python benchmarks/versus.py OLD_TREE CORPUS [--rounds 3] [--no-docs]
 
 OLD_TREE is a checkout of the other version (e.g. `git worktree add /tmp/old main`); this
 tree is the new one. Each round indexes the corpus from nothing with the old code, then with
 the new, in child processes (`python -m pimem_index index`), so load on a shared machine hits
-both alike; the best wall time of each is compared, with the index sizes.
+both alike; the best wall time of each is compared, with the index sizes. The figures go into
+docs/performance.md between its markers.
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import docs_figures  # noqa: E402
+
+DOCS_START = "<!-- cold index before and after: written by benchmarks/versus.py -->"
+DOCS_END = "<!-- end of cold index before and after -->"
 MB = 1024 * 1024
 
 
@@ -49,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("old", type=Path)
     ap.add_argument("corpus", type=Path)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--no-docs", action="store_true", help="do not write the figures into docs/performance.md")
     args = ap.parse_args(argv)
     size = corpus_bytes(args.corpus)
     runs: dict[str, list[tuple[float, float, int]]] = {"old": [], "new": []}
@@ -79,7 +87,37 @@ def main(argv: list[str] | None = None) -> int:
         "load_at_end": list(os.getloadavg()),
     }
     print(json.dumps(result))
+    if not args.no_docs:
+        docs_figures.replace_between(DOCS_START, DOCS_END, docs_text(result, args, runs, size))
     return 0
+
+
+def revision(tree: Path) -> str:
+    """The tree's commit, short, or its folder name when it is not a git checkout."""
+    found = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return found.stdout.strip() or tree.name
+
+
+def docs_text(result: dict, args, runs: dict, size: int) -> str:
+    """The result as docs/performance.md shows it: each round, then the best of each and the ratios."""
+    lines = [
+        f"`benchmarks/versus.py`: {result['journal_mb']} MB corpus `{args.corpus.name}`, {args.rounds} rounds "
+        f"interleaved, before = {revision(args.old)}, after = {revision(ROOT)}; load at the end "
+        f"{[round(x, 2) for x in result['load_at_end']]}.",
+        "",
+        "| round | before MB/s | after MB/s | before MB per CPU-s | after MB per CPU-s |",
+        "|---|---|---|---|---|",
+    ]
+    for i, (old, new) in enumerate(zip(runs["old"], runs["new"], strict=True), 1):
+        speeds = (size / MB / old[0], size / MB / new[0], size / MB / old[1], size / MB / new[1])
+        lines.append(f"| {i} | " + " | ".join(f"{x:.1f}" for x in speeds) + " |")
+    lines += [
+        "",
+        f"Best of each: {result['old_mb_s']} against {result['new_mb_s']} MB/s, after / before "
+        f"**{result['throughput_ratio']}** in wall time and **{result['cpu_ratio']}** per CPU-second; index "
+        f"{result['old_index_share']:.1%} against {result['new_index_share']:.1%} of journal bytes.",
+    ]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

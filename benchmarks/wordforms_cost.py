@@ -28,6 +28,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
+import docs_figures  # noqa: E402
 import run  # noqa: E402
 
 from pimem_index import locations, query, store, wordforms  # noqa: E402
@@ -131,6 +132,7 @@ def main() -> int:
     ap.add_argument("--before", default=None, help="a checkout without word forms: compare the API with it")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--work", default=None)
+    ap.add_argument("--no-docs", action="store_true", help="do not write the figures into docs/performance.md")
     args = ap.parse_args()
     bench = run.Bench(argparse.Namespace(work=args.work, rounds=args.rounds))
     bench.corpus = Path(args.corpus).resolve()
@@ -144,7 +146,41 @@ def main() -> int:
     if args.before:
         result["api"] = api(bench, Path(args.db), Path(args.before).resolve(), args.rounds)
     print(json.dumps(result))
+    if not args.no_docs:
+        docs_figures.replace_between(DOCS_START, DOCS_END, docs_table(result, args.rounds))
     return 0
+
+
+DOCS_START = "<!-- word-form cost: written by benchmarks/wordforms_cost.py -->"
+DOCS_END = "<!-- end of word-form cost -->"
+ROWS: tuple[tuple[str, str | None, str], ...] = (
+    ("in_process", "needle", "search, rare words (needles)"),
+    ("in_process", "common", "search, common words"),
+    ("in_process_nothing_kept", "needle", "search, nothing kept: rare words"),
+    ("in_process_nothing_kept", "common", "search, nothing kept: common words"),
+    ("api", None, "HTTP API search, against the code before word forms"),
+)
+
+
+def docs_table(result: dict, rounds: int) -> str:
+    """The comparison as docs/performance.md shows it: p50 / p95 without and with word forms, and the ratios."""
+    lines = [
+        f"`benchmarks/wordforms_cost.py`, {rounds} rounds interleaved, load at the end "
+        f"{[round(x, 2) for x in os.getloadavg()]}:",
+        "",
+        "| measured | without forms p50 / p95 | with forms p50 / p95 | ratio p50 / p95 |",
+        "|---|---|---|---|",
+    ]
+    for part, group, title in ROWS:
+        found = result.get(part, {})
+        found = found.get(group) if group else found
+        if found:
+            b, a, r = found["before"], found["after"], found["ratio"]
+            lines.append(
+                f"| {title} | {b['p50']} / {b['p95']} ms | {a['p50']} / {a['p95']} ms | "
+                f"{r.get('p50', '-')} / {r.get('p95', '-')} |"
+            )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
