@@ -253,6 +253,15 @@ async def test_an_unknown_entry_is_a_one_line_400_with_an_example(ds, convo):
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("offset", ["-5", "ten"])
+async def test_a_bad_offset_is_a_one_line_400_in_the_pages_syntax(ds, convo, offset):
+    res = await ds.client.get(convo["path"], params={"offset": offset}, actor=ROOT)
+    assert res.status_code == 400
+    assert "offset must be a whole number, 0 or more (e.g. offset=200)" in res.text
+    assert "--offset" not in res.text and "Traceback" not in res.text
+
+
+@pytest.mark.asyncio
 async def test_the_read_page_and_the_entries_table_link_to_the_entry_in_its_session(ds, convo):
     j, user = convo["journal"], convo["ids"]["user"]
     read = await page(ds, "/-/pi-memory/read", id=user, session_id=j.session_id)
