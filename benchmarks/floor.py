@@ -25,7 +25,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pimem_index import db  # noqa: E402
+from pimem_index import db
 
 MB = 1024 * 1024
 BATCH_CHARS = 16 * MB  # texts handed to one executemany
@@ -87,7 +87,7 @@ def _fallback_extractor():
 def get_extractor() -> tuple[str, object]:
     """(name, extract(line_bytes, lineno) -> text or None)."""
     try:
-        from pimem_index import journal  # type: ignore
+        from pimem_index import journal
     except ImportError:
         return "benchmarks/floor.py fallback", _fallback_extractor()
     parse_line = journal.parse_line
@@ -112,7 +112,7 @@ def positions_fts_options() -> str:
 def _index_fts_options() -> str:
     """The index's own FTS5 options, so the floor writes the same kind of term index."""
     try:
-        from pimem_index.store import FTS_OPTIONS  # type: ignore
+        from pimem_index.store import FTS_OPTIONS
     except ImportError:
         return "content='', contentless_delete=1"
     return FTS_OPTIONS
@@ -120,7 +120,7 @@ def _index_fts_options() -> str:
 
 def get_redactor():
     try:
-        from pimem_index.redact import redact  # type: ignore
+        from pimem_index.redaction.engine import redact
     except ImportError:
         return None
     return redact
@@ -347,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"extract: {r['extract_seconds']:.2f} s = {r['extract_mb_per_s']} MB/s of journal")
         if r["redact_seconds"] is not None:
             print(
-                f"redact (pimem_index.redact, timed apart): {r['redact_seconds']:.2f} s = "
+                f"redact (pimem_index.redaction.engine, timed apart): {r['redact_seconds']:.2f} s = "
                 f"{r['redact_mb_per_s']} MB/s of journal; read+parse+redact {r['parse_redact_mb_per_s']} MB/s"
             )
         print(

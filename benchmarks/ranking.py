@@ -31,8 +31,10 @@ sys.path.insert(0, str(ROOT.parent))
 import docs_figures  # noqa: E402
 from floor import positions_fts_options  # noqa: E402
 
-from pimem_index import indexer, query, reread, scope, store, wordforms  # noqa: E402
+from pimem_index import store  # noqa: E402
+from pimem_index.index import indexer  # noqa: E402
 from pimem_index.locations import resolve  # noqa: E402
+from pimem_index.search import query, reread, scope, wordforms  # noqa: E402
 
 WORD = re.compile(r"[^\W_]+")
 

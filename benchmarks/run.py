@@ -68,7 +68,7 @@ TARGETS = {
     "cold_mb_per_cpu_s": (None, None, "cold index, MB of journal per CPU-second of the indexer", "MB/s"),
     "text_share": (None, None, "indexable text / journal bytes in this corpus", "ratio"),
     "parse_mb_s": (None, None, "read + pimem_index.journal.parse_line, one core", "MB/s"),
-    "redact_mb_s": (None, None, "pimem_index.redact.redact on the extracted text, one core", "MB/s"),
+    "redact_mb_s": (None, None, "pimem_index.redaction.engine.redact on the extracted text, one core", "MB/s"),
     "index_share": ("<=", 0.10, "issue 8: index <= 10% of journal bytes", "ratio"),
     "floor_fts_share": (None, None, "bare FTS5 terms alone, optimized: the least an index can take", "ratio"),
     "peak_rss_mb": ("<=", 300, "issue 8: <= 300 MB whatever the corpus size", "MB"),
@@ -399,7 +399,7 @@ class Bench:
 
     # cold index --------------------------------------------------------------
     def cold_index(self, corpus: Path, db_path: Path) -> dict | None:
-        ok, why = module_available("pimem_index.indexer")
+        ok, why = module_available("pimem_index.index.indexer")
         if not ok:
             self.log(f"  indexer {NOT_AVAILABLE}: {why}")
             return None
@@ -409,7 +409,7 @@ class Bench:
             how = "pimem index --json (child process)"
         else:
             cmd = [PY, str(HERE / "run.py"), "--child-index", str(db_path), str(corpus)]
-            how = "pimem_index.indexer.index_all (child process)"
+            how = "pimem_index.index.indexer.index_all (child process)"
         load = loadavg()
         r = run_measured(cmd, self.env, timeout=7200)
         if r["returncode"] != 0:
@@ -494,7 +494,7 @@ class Bench:
         return qs
 
     def search_bench(self, db_path: Path) -> None:
-        ok, why = module_available("pimem_index.query")
+        ok, why = module_available("pimem_index.search.query")
         if not ok:
             self.unavailable(
                 [
@@ -510,7 +510,7 @@ class Bench:
             )
             self.log(f"  query module {NOT_AVAILABLE}: {why}")
             return
-        from pimem_index import query
+        from pimem_index.search import query
 
         conn, loc = self.open_lib(db_path, [])
         with contextlib.suppress(Exception):
@@ -656,23 +656,24 @@ class Bench:
     def usage_bench(self, db_path: Path) -> None:
         """activity.usage for every grouping and activity.sessions' first page over the whole index
         (warm, rounds), and `pimem usage` as a process, as a user runs it."""
-        ok, why = module_available("pimem_index.activity")
+        ok, why = module_available("pimem_index.session.activity")
         if not ok:
             self.unavailable(["usage_ms", "usage_max_ms", "usage_cli_ms", "sessions_ms"], f"{NOT_AVAILABLE}: {why}")
             return
-        from pimem_index import activity, requests
+        from pimem_index.search.request import USAGE_BY, SessionsRequest, UsageRequest
+        from pimem_index.session import activity
 
         conn, _loc = self.open_lib(db_path, [])
-        by_grouping: dict[str, list[float]] = {by: [] for by in requests.USAGE_BY}
+        by_grouping: dict[str, list[float]] = {by: [] for by in USAGE_BY}
         sessions: list[float] = []
         for _round in range(self.args.rounds + 1):  # the first round warms the cache
-            for by in requests.USAGE_BY:
+            for by in USAGE_BY:
                 t = time.perf_counter()
-                activity.usage(conn, requests.UsageRequest.create(by, home="/home/u"))
+                activity.usage(conn, UsageRequest.create(by, home="/home/u"))
                 if _round:
                     by_grouping[by].append(time.perf_counter() - t)
             t = time.perf_counter()
-            activity.sessions(conn, requests.SessionsRequest.create(home="/home/u"))
+            activity.sessions(conn, SessionsRequest.create(home="/home/u"))
             if _round:
                 sessions.append(time.perf_counter() - t)
         conn.close()
@@ -696,13 +697,14 @@ class Bench:
 
     # freshness ---------------------------------------------------------------
     def freshness(self, db_path: Path) -> None:
-        ok, why = module_available("pimem_index.query")
+        ok, why = module_available("pimem_index.search.query")
         if not ok or not self.manifest:
             self.unavailable(
                 ["fresh_ms_p50", "fresh_ms_max"], f"{NOT_AVAILABLE}: {why}" if not ok else "needs a generated corpus"
             )
             return
-        from pimem_index import indexer, query
+        from pimem_index.index import indexer
+        from pimem_index.search import query
 
         fresh_dir = self.work / "fresh"
         shutil.rmtree(fresh_dir, ignore_errors=True)
@@ -885,7 +887,7 @@ class Bench:
 
     def api_bench(self, db_path: Path) -> None:
         keys = ["api_search_p50_ms", "api_search_p95_ms", "api_backfill_p95_ms"]
-        ok, why = module_available("datasette_pi_memory.serve")
+        ok, why = module_available("datasette_pi_memory.server.serve")
         if not (ok and cli_has("serve") and cli_has("token")):
             self.unavailable(keys, f"{NOT_AVAILABLE}: pimem serve/token" + (f" ({why})" if why else ""))
             self.log(f"  HTTP API {NOT_AVAILABLE} (pimem serve / pimem token)")
@@ -1303,7 +1305,8 @@ def write_docs(result: dict, path: Path = DOCS) -> bool:
 
 
 def child_index(db_path: str, corpus: str) -> int:
-    from pimem_index import indexer, locations, store
+    from pimem_index import locations, store
+    from pimem_index.index import indexer
 
     conn = store.open_index(db_path)
     loc = locations.resolve(db=db_path, sessions_dirs=[corpus])

@@ -18,8 +18,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 os.environ.setdefault("PI_CODING_AGENT_DIR", str(ROOT / "out" / "work" / "agent"))
 
-from pimem_index import indexer, query, scope, store  # noqa: E402
+from pimem_index import store  # noqa: E402
+from pimem_index.index import indexer  # noqa: E402
 from pimem_index.locations import resolve  # noqa: E402
+from pimem_index.search import query, scope  # noqa: E402
 
 WORDS = ["return", "self", "import", "the", "error", "file", "def", "value", "test", "data"]
 

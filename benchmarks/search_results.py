@@ -23,7 +23,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import run  # noqa: E402
 
-from pimem_index import locations, query, results, store  # noqa: E402
+from pimem_index import locations, store  # noqa: E402
+from pimem_index.search import query, results  # noqa: E402
 
 HOME = "/home/u"  # the corpus's home
 WORDS = run.COMMON_QUERIES
@@ -103,8 +104,8 @@ def needles_elsewhere(corpus: str) -> list[tuple[str, str]]:
 
 def count_bound(conn, cwd: str, rounds: int) -> None:
     """The elsewhere count alone for common words (the most it costs: it stops at ELSEWHERE_MAX)."""
-    from pimem_index.requests import SearchRequest
-    from pimem_index.scope import resolve_scope
+    from pimem_index.search.request import SearchRequest
+    from pimem_index.search.scope import resolve_scope
 
     times = []
     for w in WORDS:

@@ -2,7 +2,7 @@
 
     python benchmarks/split.py CORPUS_DIR [--db PATH]
 
-A diagnostic beside run.py: the connection handed to `pimem_index.indexer.index_all` is
+A diagnostic beside run.py: the connection handed to `pimem_index.index.indexer.index_all` is
 wrapped so every execute/executemany is timed by statement; the remainder of the wall
 time is Python on the writing thread or waiting for the parsing thread. Timings add a
 little overhead (a few microseconds per statement).
@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     tmp = tempfile.mkdtemp(prefix="pimem-split-")
     os.environ["PI_CODING_AGENT_DIR"] = os.path.join(tmp, "agent")  # never the user's own journals
     os.environ.pop("PIMEM_SESSIONS_DIRS", None)
-    from pimem_index import indexer, locations, store
+    from pimem_index import locations, store
+    from pimem_index.index import indexer
 
     db_path = args.db or os.path.join(tmp, "split.sqlite")
     for suffix in ("", "-wal", "-shm"):

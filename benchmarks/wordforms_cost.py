@@ -31,7 +31,8 @@ sys.path.insert(0, str(HERE))
 import docs_figures  # noqa: E402
 import run  # noqa: E402
 
-from pimem_index import locations, query, store, wordforms  # noqa: E402
+from pimem_index import locations, store  # noqa: E402
+from pimem_index.search import query, wordforms  # noqa: E402
 
 HOME = "/home/u"  # the corpus's home
 

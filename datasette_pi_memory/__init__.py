@@ -8,15 +8,12 @@ from pimem_index; this package adds HTTP, templates and permissions.
 
 from __future__ import annotations
 
-import os
-
 from datasette import hookimpl
 from datasette.permissions import Action, PermissionSQL
 
+from datasette_pi_memory import access, background, catalog, figures, login, render, tokens, views
+from datasette_pi_memory.state import ACTION, ACTION_ABBR, AGENT_ID, PLUGIN, discard_state, settings_for, state
 from pimem_index import query
-
-from . import access, background, catalog, daemon, figures, login, render, tokens, views
-from .state import ACTION, ACTION_ABBR, AGENT_ID, PLUGIN, discard_state, settings_for, state
 
 
 @hookimpl
@@ -116,7 +113,6 @@ def startup(datasette):
 def shutdown(datasette):
     async def inner():
         await background.stop(datasette)
-        daemon.forget_server(state(datasette).locations, os.getpid())  # pimem serve's record, if it is ours
         discard_state(datasette)
 
     return inner

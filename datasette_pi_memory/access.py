@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from datasette.permissions import PermissionSQL
 
+from datasette_pi_memory.state import ACTION, state
 from pimem_index import db
-
-from .state import ACTION, state
 
 # Actions that change the index file (rows, tables, views, the schema).
 WRITE_ACTIONS = frozenset(

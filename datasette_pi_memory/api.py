@@ -1,14 +1,23 @@
 """The JSON API the Pi tool calls: search, read, summaries, status, usage and sessions.
 
-Replies are exactly what pimem_index.query returns. Everything here runs on a worker
+Replies are exactly what pimem_index.search.query returns. Everything here runs on a worker
 thread with the thread's own pimem connection.
 """
 
 from __future__ import annotations
 
-from pimem_index import activity, indexer, query
-from pimem_index.locations import Locations, checked_journal
-from pimem_index.requests import ReadRequest, SearchRequest, SessionsRequest, UsageRequest
+from pimem_index import (
+    Locations,
+    ReadRequest,
+    SearchRequest,
+    SessionsRequest,
+    UsageRequest,
+    activity,
+    checked_journal,
+    index_status,
+    indexer,
+    query,
+)
 
 ACTIONS = ("search", "read", "summaries", "status", "usage", "sessions")
 
@@ -21,11 +30,11 @@ def route_list() -> str:
 def call(conn, locations: Locations, action: str, args: dict, max_scope: str) -> dict:
     """One API call: index the caller's journal if given, then the pimem_index query.
 
-    `args` are the call's parameters (pimem_index.requests.query_args), checked by the request
+    `args` are the call's parameters (pimem_index.search.request.query_args), checked by the request
     objects built from them.
     """
     if action == "status":
-        data = query.status(conn, locations)
+        data = index_status(conn, locations)
         if max_scope != "global":  # a failed journal's path, or a link's, names its project
             data["journals_failed"] = []
             data["journals_outside"] = []

@@ -13,7 +13,7 @@ import logging
 import signal
 import sys
 
-from pimem_index.cli import watch_command
+from pimem_index import watch_command
 
 logger = logging.getLogger("datasette_pi_memory")
 

@@ -1,8 +1,8 @@
 """The figures pages: every session (filtered, sorted, paged) and usage (cost and tokens per day and
 model, per project, per model, the costliest sessions), for people; the agent's token gets a 403.
 
-Thin: the figures come from pimem_index.activity through its request objects (as the API's and the
-CLI's do) and session titles from pimem_index.browse (the name, stored redacted, or the first user
+Thin: the figures come from pimem_index.session.activity through its request objects (as the API's and the
+CLI's do) and session titles from pimem_index.session.browse (the name, stored redacted, or the first user
 message reread and redacted). Charts are server-rendered CSS bars, each a link to the sessions it counts.
 """
 
@@ -12,14 +12,10 @@ from datetime import date, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
-from pimem_index import activity, browse
-from pimem_index.errors import UserError
-from pimem_index.requests import SessionsRequest, UsageRequest, query_args
-from pimem_index.scope import allowed, figures_scope
-
-from . import html
-from .state import state
-from .views import ensure_pages_allowed, render
+from datasette_pi_memory import html
+from datasette_pi_memory.state import state
+from datasette_pi_memory.views import ensure_pages_allowed, render
+from pimem_index import SessionsRequest, UsageRequest, UserError, activity, allowed, browse, figures_scope, query_args
 
 SESSIONS_PAGE = 50
 SORTS = (("date", "Latest activity"), ("cost", "Cost"), ("tokens", "Tokens"), ("size", "Entries"))

@@ -8,9 +8,7 @@ from urllib.parse import urlencode
 from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
 
-from pimem_index import wordforms
-from pimem_index.journal import local_time
-from pimem_index.requests import query_terms
+from pimem_index import local_time, query_terms, wordforms
 
 
 def highlight(text: str | None, query: str | None) -> Markup:

@@ -17,8 +17,8 @@ from pathlib import Path
 import itsdangerous
 from datasette import Forbidden, Response
 
-from .state import state
-from .tokens import index_secret
+from datasette_pi_memory.state import state
+from datasette_pi_memory.tokens import index_secret
 
 NAMESPACE = "pi-memory-login"
 ROUTE = "/-/pi-memory/login"

@@ -3,7 +3,7 @@
 Only Datasette's own table and row pages for the `entries` table of the index database
 qualify (custom SQL passes table=None and is never acted on). The pointer is looked up
 by the row's primary key in the index's entries table, never taken from cell values, and
-pimem_index.browse refuses journals outside the journal folders.
+pimem_index.session.browse refuses journals outside the journal folders.
 
 The text goes in the `length` cell: offset and length are the pointer into the journal,
 and the text is what those bytes say. The number stays visible and sortable.
@@ -19,10 +19,9 @@ from urllib.parse import quote
 
 from markupsafe import Markup, escape
 
+from datasette_pi_memory.html import qs
+from datasette_pi_memory.state import ACTION, same_file, state
 from pimem_index import browse
-
-from .html import qs
-from .state import ACTION, same_file, state
 
 RENDER_TABLE = "entries"
 SESSION_COLUMN = "session_id"

@@ -17,12 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from pimem_index import db, store
-from pimem_index.errors import UserError
-from pimem_index.locations import Locations, resolve
-from pimem_index.scope import checked_setting
-
-from .api import route_list
+from datasette_pi_memory.api import route_list
+from pimem_index import Locations, UserError, checked_setting, db, resolve, store
 
 PLUGIN = "datasette-pi-memory"
 ACTION = "pi-memory-read"
@@ -49,7 +45,7 @@ class Settings:
 
 
 def _scope_setting(config: dict, key: str, default: str) -> str:
-    """A configured cap (pimem_index.scope.checked_setting); a wrong one stops Datasette starting."""
+    """A configured cap (pimem_index.search.scope.checked_setting); a wrong one stops Datasette starting."""
     from datasette.utils import StartupError
 
     try:

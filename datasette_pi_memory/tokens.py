@@ -11,7 +11,7 @@ from __future__ import annotations
 import itsdangerous
 from datasette.tokens import SignedTokenHandler, TokenHandler
 
-from .state import state
+from datasette_pi_memory.state import state
 
 PREFIX = "dstok_"
 SECRET_FILE = "secret"

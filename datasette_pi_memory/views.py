@@ -8,14 +8,32 @@ from urllib.parse import quote
 
 from datasette import Forbidden, NotFound, Response
 
-from pimem_index import activity, browse, conversation, db, journal, query
-from pimem_index.errors import Arg, UserError
-from pimem_index.requests import ReadRequest, SessionsRequest, UsageRequest, check_offset, query_args
-from pimem_index.scope import EXAMPLE_CWD, figures_scope, offered, page_default_scope, wider
-from pimem_index.words import counted, duration, noun
-
-from . import api, html
-from .state import ACTION, state
+from datasette_pi_memory import api, html
+from datasette_pi_memory.state import ACTION, state
+from pimem_index import (
+    EXAMPLE_CWD,
+    Arg,
+    ReadRequest,
+    SessionsRequest,
+    UsageRequest,
+    UserError,
+    activity,
+    browse,
+    check_offset,
+    conversation,
+    counted,
+    db,
+    duration,
+    figures_scope,
+    index_status,
+    journal,
+    noun,
+    offered,
+    page_default_scope,
+    query,
+    query_args,
+    wider,
+)
 
 logger = logging.getLogger("datasette_pi_memory")
 
@@ -129,9 +147,9 @@ def _urls(datasette) -> dict:
 
 def _overview(conn, locations):
     return {
-        "status": query.status(conn, locations),
+        "status": index_status(conn, locations),
         "indexing": query.indexing_state(conn, locations),
-        "activity": browse.activity(conn, days=60),
+        "activity": browse.entries_per_day(conn, days=60),
         "recent": browse.recent_sessions(conn, locations, limit=15),
         "projects": browse.projects(conn, limit=50),
     }

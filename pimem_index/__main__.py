@@ -1,3 +1,3 @@
-from .cli import cli
+from pimem_index.cli import cli
 
 cli(prog_name="pimem")

@@ -17,12 +17,28 @@ from importlib.metadata import entry_points
 import click
 import orjson
 
-from . import __version__, activity, db, forget, indexer, journal, lease, parsing, query, requests, store, wordforms
-from . import scope as scopes
-from .errors import Arg, UserError
-from .locations import Locations, checked_journal, discover, resolve
-from .requests import ReadRequest, SearchRequest
-from .words import counted, duration
+from pimem_index import __version__, db, journal, store
+from pimem_index.errors import Arg, UserError
+from pimem_index.humanize import counted, duration
+from pimem_index.index import indexer, lease, parsing, workers
+from pimem_index.locations import Locations, checked_journal, discover, resolve
+from pimem_index.manage import forget
+from pimem_index.manage import status as index_status
+from pimem_index.search import query, wordforms
+from pimem_index.search import scope as scopes
+from pimem_index.search.request import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    MAX_TERMS,
+    SESSION_SORTS,
+    USAGE_BY,
+    ReadRequest,
+    SearchRequest,
+    SessionsRequest,
+    UsageRequest,
+    query_terms,
+)
+from pimem_index.session import activity
 
 COMMAND_PLUGINS = "pimem_index.commands"  # entry points: a function that adds commands to the pimem group
 
@@ -66,7 +82,7 @@ class Group(click.Group):
             raise click.ClickException(e.for_cli()) from None
         except db.DatabaseError as e:
             raise click.ClickException(db.describe_error(e, ctx.meta.get(DB_PATH_KEY))) from None
-        except indexer.ParserStopped as e:
+        except workers.ParserStopped as e:
             raise click.ClickException(str(e)) from None
         except KeyboardInterrupt:
             click.echo("\nInterrupted: everything indexed so far is kept; run the command again to go on.", err=True)
@@ -101,59 +117,6 @@ def common(fn):
         return fn(locations, **kwargs)
 
     return wrapper
-
-
-def location_args(locations: Locations) -> list[str]:
-    """The --db and --sessions-dir arguments that give another pimem process these locations."""
-    args = ["--db", str(locations.db_path)]
-    for folder in locations.extra_dirs:
-        args += ["--sessions-dir", str(folder)]
-    return args
-
-
-def watch_command(locations: Locations, interval: float) -> list[str]:
-    """The command line of a `pimem index --watch` process on these locations (what pimem serve
-    supervises), run with this interpreter."""
-    return [
-        sys.executable,
-        "-m",
-        "pimem_index",
-        "index",
-        "--watch",
-        "--interval",
-        str(interval),
-        *location_args(locations),
-    ]
-
-
-def open_index(locations: Locations, *, create: bool = True) -> db.Connection:
-    """The index, or a one-line error saying what is wrong with its path.
-
-    Commands that only read pass create=False: they make no folder and no file, and say
-    how to make the index instead.
-    """
-    path = locations.db_path
-    if path.is_dir():
-        raise UserError(f"{path} is a folder; --db takes the index file (e.g. --db {path / 'history.sqlite'})")
-    if not create and not path.exists():
-        raise UserError(
-            f"there is no index at {path} yet; make one with: pimem index"
-            + ("" if path == locations.memory_dir / "history.sqlite" else f" --db {path}")
-        )
-    try:
-        if create:
-            _private_memory_dir(locations)
-        return store.open_index(path)
-    except (OSError, db.DatabaseError) as e:
-        raise UserError(db.describe_error(e, path)) from None
-
-
-def _private_memory_dir(locations: Locations) -> None:
-    """pimem's own folder, when it holds the index, is 0700 from the first command on (older
-    versions left it 0755 until serve, token, gc or pi install ran)."""
-    folder = locations.memory_dir
-    if locations.db_path.parent == folder and (not folder.exists() or folder.stat().st_mode & 0o077):
-        locations.ensure_memory_dir()
 
 
 def emit_json(data) -> None:
@@ -193,7 +156,7 @@ def index_cmd(locations: Locations, journals, as_json, watch, interval):
             _check_in_folders(locations, j)
         if os.path.isfile(j) and not os.access(j, os.R_OK):
             raise UserError(f"cannot read journal {j}: permission denied (check its owner and mode, e.g. chmod u+r)")
-    conn = open_index(locations)
+    conn = store.open_located(locations)
     if watch:
         _watch(conn, locations, [os.path.abspath(j) for j in journals] or None, interval)
         return
@@ -307,7 +270,7 @@ def _known(locations: Locations, path: str) -> bool:
     """A deleted journal may still be named, so its rows can be removed."""
     if not locations.db_path.exists():
         return False
-    conn = open_index(locations)
+    conn = store.open_located(locations)
     return conn.execute("SELECT 1 FROM files WHERE path = ?", (os.path.abspath(path),)).fetchone() is not None
 
 
@@ -321,8 +284,8 @@ def status(locations: Locations, as_json):
     Example:
         pimem status --json
     """
-    conn = open_index(locations, create=False)
-    data = query.status(conn, locations)
+    conn = store.open_located(locations, create=False)
+    data = index_status.status(conn, locations)
     if as_json:
         emit_json(data)
         return
@@ -381,9 +344,9 @@ def gc(locations: Locations, confirm, current, as_json):
         pimem gc
         pimem gc --confirm
     """
-    from . import junk
+    from pimem_index.manage import junk
 
-    conn = open_index(locations, create=False)
+    conn = store.open_located(locations, create=False)
     if not confirm:
         data = junk.preview(conn, locations, current=current)
         if as_json:
@@ -448,7 +411,7 @@ def forget_cmd(locations: Locations, entry_id, session_id, show_list, as_json):
         return
     if not entry_id and not session_id:
         raise UserError("name an entry or a session (e.g. pimem forget c3d4e5f6, or pimem forget --session ID)")
-    conn = open_index(locations)
+    conn = store.open_located(locations)
     if entry_id:
         record = forget.forget_entry(conn, locations, entry_id, session_id)
     else:
@@ -476,14 +439,14 @@ def unforget(locations: Locations, entry_id, session_id):
     """
     if not entry_id and not session_id:
         raise UserError("name an entry or a session (e.g. pimem unforget c3d4e5f6, or pimem unforget --session ID)")
-    conn = open_index(locations)
+    conn = store.open_located(locations)
     record = forget.unforget(conn, locations, entry_id, session_id)
     what = f"entry {entry_id}" if entry_id else "session"
     click.echo(f"Restored {what} in session {record['session_id']}")
 
 
 QUERY_LIMITS = (
-    f"A QUERY holds at most {requests.MAX_TERMS} distinct words, and a search that runs longer "
+    f"A QUERY holds at most {MAX_TERMS} distinct words, and a search that runs longer "
     f"than {query.QUERY_SECONDS:g} s stops with an error."
 )
 
@@ -516,10 +479,10 @@ def search_options(kinds: tuple[str, ...]):
         ),
         click.option(
             "--limit",
-            default=requests.DEFAULT_LIMIT,
+            default=DEFAULT_LIMIT,
             show_default=True,
             metavar="N",
-            help=f"Results, 1 to {requests.MAX_LIMIT}",
+            help=f"Results, 1 to {MAX_LIMIT}",
         ),
         click.option("--offset", default=None, metavar="N", help="Skip this many results: the next page  [default: 0]"),
         click.option("--json", "as_json", is_flag=True, help="Print JSON (the same shape as the HTTP API)"),
@@ -566,7 +529,7 @@ def summaries(locations: Locations, query_text, as_json, no_index, **filters):
 
 def _run_query(locations: Locations, query_text, *, as_json, no_index, summaries: bool, **filters) -> None:
     """Shared by search and summaries: catch up, query, show."""
-    conn = open_index(locations, create=not no_index)
+    conn = store.open_located(locations, create=not no_index)
     if not no_index:
         _catch_up(conn, locations, as_json)
     request = SearchRequest.from_options(query_text, summaries=summaries, **filters)
@@ -609,7 +572,7 @@ def _show_results(data: dict, query_text: str | None, as_json: bool) -> None:
         click.secho(data["phrases"]["note"], fg="yellow")
     if data["indexing"].get("note"):
         click.secho(data["indexing"]["note"], fg="yellow")
-    terms = requests.query_terms(query_text)
+    terms = query_terms(query_text)
     for hit in data["results"]:
         click.echo()
         when = _local_time(hit["timestamp"])
@@ -680,7 +643,7 @@ def read(locations: Locations, entry_id, as_json, no_index, **options):
         pimem read c3d4e5f6
         pimem read c3d4e5f6 --session 0b6e6f2c-8d2b-4a43-9b3b-1f1f2c6a7d01 --offset 16000
     """
-    conn = open_index(locations, create=not no_index)
+    conn = store.open_located(locations, create=not no_index)
     if not no_index:
         _catch_up(conn, locations, as_json)
     data = query.read(conn, locations, ReadRequest.from_options(entry_id, **options))
@@ -732,7 +695,7 @@ def activity_options(fn):
 
 @cli.command()
 @common
-@click.option("--by", default="day", show_default=True, help="Count per: " + ", ".join(requests.USAGE_BY))
+@click.option("--by", default="day", show_default=True, help="Count per: " + ", ".join(USAGE_BY))
 @activity_options
 def usage(locations: Locations, as_json, no_index, **options):
     """Tokens and cost per day, week, month, model, project or session, with a total.
@@ -744,10 +707,10 @@ def usage(locations: Locations, as_json, no_index, **options):
         pimem usage --by model --since 2026-03-01
         pimem usage --by week --cwd ~/Apps/prjct --json
     """
-    conn = open_index(locations, create=not no_index)
+    conn = store.open_located(locations, create=not no_index)
     if not no_index:
         _catch_up(conn, locations, as_json)
-    data = activity.usage(conn, requests.UsageRequest.from_options(**options))
+    data = activity.usage(conn, UsageRequest.from_options(**options))
     if as_json:
         emit_json(data)
         return
@@ -788,11 +751,11 @@ def _echo_table(header: Sequence[str], rows: Sequence[Sequence[str]], ruled: boo
 @common
 @activity_options
 @click.option("--model", metavar="MODEL", help="Only sessions that used this model (e.g. claude-opus-4-5)")
-@click.option("--limit", default=None, metavar="N", help=f"Sessions, 1 to {requests.MAX_LIMIT} [default: 20]")
+@click.option("--limit", default=None, metavar="N", help=f"Sessions, 1 to {MAX_LIMIT} [default: 20]")
 @click.option("--offset", default=None, metavar="N", help="Skip this many (the next page: --offset 20)")
 @click.option(
     "--sort",
-    type=click.Choice(requests.SESSION_SORTS),
+    type=click.Choice(SESSION_SORTS),
     default=None,
     metavar="KEY",
     help="cost, tokens or size (entries), largest first [default: date, newest]",
@@ -807,10 +770,10 @@ def sessions(locations: Locations, as_json, no_index, **options):
         pimem sessions --since 2026-03-01 --model claude-opus-4-5
         pimem sessions --cwd ~/Apps/prjct --limit 50 --json
     """
-    conn = open_index(locations, create=not no_index)
+    conn = store.open_located(locations, create=not no_index)
     if not no_index:
         _catch_up(conn, locations, as_json)
-    data = activity.sessions(conn, requests.SessionsRequest.from_options(**options))
+    data = activity.sessions(conn, SessionsRequest.from_options(**options))
     if as_json:
         emit_json(data)
         return

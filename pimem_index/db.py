@@ -16,7 +16,7 @@ else:
     except ImportError:  # pragma: no cover - platforms without the wheel
         import sqlite3
 
-from .errors import UserError
+from pimem_index.errors import UserError
 
 MIN_SQLITE = (3, 43, 0)
 BUSY_TIMEOUT_MS = 30_000

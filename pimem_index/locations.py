@@ -8,11 +8,12 @@ journal path a caller may name (`checked_journal`).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import Arg, UserError
+from pimem_index.errors import Arg, UserError
 
 
 def agent_dir() -> Path:
@@ -161,3 +162,26 @@ def _walk_jsonl(root: str, roots: tuple[str, ...], outside: set[str]) -> Iterabl
                         continue
         except OSError:
             continue
+
+
+def location_args(locations: Locations) -> list[str]:
+    """The --db and --sessions-dir arguments that give another pimem process these locations."""
+    args = ["--db", str(locations.db_path)]
+    for folder in locations.extra_dirs:
+        args += ["--sessions-dir", str(folder)]
+    return args
+
+
+def watch_command(locations: Locations, interval: float) -> list[str]:
+    """The command line of a `pimem index --watch` process on these locations (what pimem serve
+    supervises), run with this interpreter."""
+    return [
+        sys.executable,
+        "-m",
+        "pimem_index",
+        "index",
+        "--watch",
+        "--interval",
+        str(interval),
+        *location_args(locations),
+    ]

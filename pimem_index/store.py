@@ -12,8 +12,11 @@ import hashlib
 import os
 from pathlib import Path
 
-from . import db
-from .errors import UserError
+import orjson
+
+from pimem_index import db
+from pimem_index.errors import UserError
+from pimem_index.locations import Locations
 
 SCHEMA_VERSION = 6  # 6: usage figures on entries, the tool_calls table, the sessions view's totals
 FTS_HASHSIZE = 16 * 1024 * 1024
@@ -419,3 +422,42 @@ def delete_entries(conn: db.Connection, rowids: list[int]) -> None:
     conn.executemany("DELETE FROM tool_calls WHERE entry_rowid = ?", params)
     conn.executemany("UPDATE tool_calls SET result_rowid = NULL, is_error = NULL WHERE result_rowid = ?", params)
     conn.executemany("DELETE FROM entries WHERE rowid = ?", params)
+
+
+BACKFILL_KEY = "backfill"  # in meta: the progress the backfill lease's holder publishes (index.lease)
+
+
+def backfill_progress(conn: db.Connection) -> dict | None:
+    """The last progress a backfill published (`lease.record_backfill`), or None before the first."""
+    raw = get_meta(conn, BACKFILL_KEY)
+    return orjson.loads(raw) if raw else None
+
+
+def open_located(locations: Locations, *, create: bool = True) -> db.Connection:
+    """The index, or a one-line error saying what is wrong with its path.
+
+    Commands that only read pass create=False: they make no folder and no file, and say
+    how to make the index instead.
+    """
+    path = locations.db_path
+    if path.is_dir():
+        raise UserError(f"{path} is a folder; --db takes the index file (e.g. --db {path / 'history.sqlite'})")
+    if not create and not path.exists():
+        raise UserError(
+            f"there is no index at {path} yet; make one with: pimem index"
+            + ("" if path == locations.memory_dir / "history.sqlite" else f" --db {path}")
+        )
+    try:
+        if create:
+            _private_memory_dir(locations)
+        return open_index(path)
+    except (OSError, db.DatabaseError) as e:
+        raise UserError(db.describe_error(e, path)) from None
+
+
+def _private_memory_dir(locations: Locations) -> None:
+    """pimem's own folder, when it holds the index, is 0700 from the first command on (older
+    versions left it 0755 until serve, token, gc or pi install ran)."""
+    folder = locations.memory_dir
+    if locations.db_path.parent == folder and (not folder.exists() or folder.stat().st_mode & 0o077):
+        locations.ensure_memory_dir()

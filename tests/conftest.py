@@ -12,8 +12,9 @@ from click.testing import CliRunner
 from pijournal import Journal
 from plugin_world import FLUENT, HERON
 
-from pimem_index import indexer, store
+from pimem_index import store
 from pimem_index.cli import cli
+from pimem_index.index import indexer
 from pimem_index.locations import resolve
 
 
@@ -140,7 +141,7 @@ def world(conn, locations, new_journal, home):
 @pytest.fixture
 def token(locations) -> str:
     """A token for the agent, as `pimem token` makes it."""
-    from datasette_pi_memory.serve import make_token
+    from datasette_pi_memory.server.serve import make_token
 
     return make_token(locations)
 

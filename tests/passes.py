@@ -3,8 +3,8 @@ journal into small batches, and hooks (IndexSettings.after_batch) that watch a p
 
 from __future__ import annotations
 
-from pimem_index import settings as pass_settings
-from pimem_index.settings import IndexSettings
+from pimem_index.index import settings as pass_settings
+from pimem_index.index.settings import IndexSettings
 
 
 def bulk_settings(processes: int = 2, **more) -> IndexSettings:

@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 from datasette_test import Datasette
 
-from datasette_pi_memory.serve import ensure_secret, metadata_and_config
+from datasette_pi_memory.server.serve import ensure_secret, metadata_and_config
 from datasette_pi_memory.state import PLUGIN
 
 HERON = "heron pipeline deploy notes"

@@ -1065,7 +1065,7 @@ def format_table(table) -> str:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
-    from pimem_index.redact import redact
+    from pimem_index.redaction.engine import redact
 
     verbose = "-v" in sys.argv
 

@@ -309,7 +309,7 @@ def _completion(turn: Text | ToolCalls, body: dict) -> dict:
 # -- locating the real Pi ------------------------------------------------------------------
 
 REPO = Path(__file__).resolve().parent.parent
-EXTENSION_DIR = REPO / "pimem_index" / "pi_extension"
+EXTENSION_DIR = REPO / "datasette_pi_memory" / "server" / "pi_extension"
 PI_VERSION = "0.73.1"
 
 
@@ -317,14 +317,14 @@ def find_pi() -> tuple[Path | None, str]:
     """The real `pi` executable, and why not when it is absent.
 
     Looked up in order: `$PIMEM_PI_BIN`; `node_modules/.bin/pi` under
-    pimem_index/pi_extension (installed by `npm ci` there) or the repository root; PATH.
+    datasette_pi_memory/server/pi_extension (installed by `npm ci` there) or the repository root; PATH.
     """
     node = shutil.which("node")
     if node is None:
         return (
             None,
             "node is not installed (Pi needs Node 20.6+): "
-            "install nodejs, then `npm ci --prefix pimem_index/pi_extension`",
+            "install nodejs, then `npm ci --prefix datasette_pi_memory/server/pi_extension`",
         )
     try:
         version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
@@ -347,7 +347,7 @@ def find_pi() -> tuple[Path | None, str]:
     if found:
         return Path(found), ""
     return None, (
-        f"the real Pi is not installed: run `npm ci --prefix pimem_index/pi_extension` "
+        f"the real Pi is not installed: run `npm ci --prefix datasette_pi_memory/server/pi_extension` "
         f"(installs @mariozechner/pi-coding-agent@{PI_VERSION}) or set PIMEM_PI_BIN"
     )
 

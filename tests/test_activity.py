@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 import pytest
 from pijournal import usage
 
-from pimem_index import activity
 from pimem_index.errors import UserError
-from pimem_index.indexer import index_all
-from pimem_index.requests import SessionsRequest, UsageRequest
+from pimem_index.index.indexer import index_all
+from pimem_index.search.request import SessionsRequest, UsageRequest
+from pimem_index.session import activity
 
 
 @pytest.fixture

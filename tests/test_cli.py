@@ -14,9 +14,9 @@ import pytest
 from pijournal import Journal
 
 from pimem_index import db
-from pimem_index.cli import cli, watch_command
+from pimem_index.cli import cli
 from pimem_index.errors import UserError
-from pimem_index.locations import resolve
+from pimem_index.locations import resolve, watch_command
 
 SECRET = "sk-" + "ant-" + "api03-" + "Hq7Lm2Xv9Rt4Wz8Kp3Nb6Yc1Df5Gs0Ja"
 
@@ -595,10 +595,11 @@ def test_an_index_elsewhere_is_private_and_a_users_folder_is_left_alone(run, pop
 
 @pytest.mark.parametrize("command", ["search", "summaries"])
 def test_search_help_states_the_query_limits(run, command):
-    from pimem_index import query, requests
+    from pimem_index.search import query
+    from pimem_index.search.request import MAX_TERMS
 
     out = " ".join(run(command, "--help").output.split())
-    assert f"at most {requests.MAX_TERMS} distinct words" in out and f"longer than {query.QUERY_SECONDS:g} s" in out
+    assert f"at most {MAX_TERMS} distinct words" in out and f"longer than {query.QUERY_SECONDS:g} s" in out
     assert "distinct words" not in " ".join(run("read", "--help").output.split())
 
 

@@ -14,8 +14,10 @@ import pytest_asyncio
 from click.testing import CliRunner
 from plugin_world import ROOT, make_datasette, running
 
-from pimem_index import conversation, indexer, journal
+from pimem_index import journal
 from pimem_index.cli import cli
+from pimem_index.index import indexer
+from pimem_index.session import conversation
 
 SECRET = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"  # a GitHub token's shape
 

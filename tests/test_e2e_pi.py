@@ -7,7 +7,7 @@ hand: the tool's first call starts it in the background (and the test stops it a
   the tool result recorded in session 2's journal holds the fact verbatim, never the secret;
 - session 3 (project B): the same search under the default scope does not see project A.
 
-Needs node and the pinned Pi (`npm ci --prefix pimem_index/pi_extension`, or PIMEM_PI_BIN);
+Needs node and the pinned Pi (`npm ci --prefix datasette_pi_memory/server/pi_extension`, or PIMEM_PI_BIN);
 skips with the reason otherwise.
 """
 
@@ -40,7 +40,7 @@ from scripted_model import (
     tool_names,
 )
 
-from pimem_index import pi_tool
+from datasette_pi_memory.server import pi_tool
 
 PI_TIMEOUT = 180
 

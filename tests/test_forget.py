@@ -9,11 +9,15 @@ from click.testing import CliRunner
 from indexed import vocab
 from passes import Watch, threaded_or_bulk
 
-from pimem_index import db, forget, forgotten, query, store
+from pimem_index import db, store
 from pimem_index.cli import cli
 from pimem_index.errors import UserError
-from pimem_index.indexer import index_all, rebuild
-from pimem_index.settings import IndexSettings
+from pimem_index.index import forgotten
+from pimem_index.index.indexer import index_all, rebuild
+from pimem_index.index.settings import IndexSettings
+from pimem_index.manage import forget
+from pimem_index.manage.status import status as index_status
+from pimem_index.search import query
 
 
 @pytest.fixture
@@ -205,8 +209,8 @@ def test_lines_appended_to_a_forgotten_journal_are_never_read(locations, forgott
     assert report.bytes_read == added and report.entries_added == 1
     assert "later" in vocab(conn) and conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 2
     assert_forgotten_in_every_table(locations.db_path, s)
-    status = query.status(conn, locations)
-    assert status["journals_total"] == 2 and status["journals_pending"] == 0
+    figures = index_status(conn, locations)
+    assert figures["journals_total"] == 2 and figures["journals_pending"] == 0
     assert query.indexing_state(conn, locations)["complete"] is True
 
 

@@ -27,10 +27,11 @@ from passes import Watch, threaded_or_bulk, use_by_default
 from pijournal import Journal
 from plugin_world import bearer, make_datasette
 
-from datasette_pi_memory.serve import make_token
-from pimem_index import forgotten, indexer, journal, parsing, store
+from datasette_pi_memory.server.serve import make_token
+from pimem_index import journal, store
 from pimem_index.cli import cli
-from pimem_index.indexer import index_all, index_journal
+from pimem_index.index import forgotten, indexer, parsing
+from pimem_index.index.indexer import index_all, index_journal
 from pimem_index.locations import resolve
 
 DEEP = 1025  # one level deeper than orjson reads; the standard library raises RecursionError

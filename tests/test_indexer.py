@@ -20,10 +20,12 @@ from indexed import entry_count, snapshot, vocab
 from passes import StopAfter, Watch, bulk_settings, small_batches, threaded_or_bulk
 from pijournal import make_corpus
 
-from pimem_index import indexer, lease, parsing, query, store
-from pimem_index.forgotten import Forgotten
-from pimem_index.indexer import index_all, index_journal
-from pimem_index.settings import IndexSettings
+from pimem_index import store
+from pimem_index.index import indexer, lease, parsing
+from pimem_index.index.forgotten import Forgotten
+from pimem_index.index.indexer import index_all, index_journal
+from pimem_index.index.settings import IndexSettings
+from pimem_index.manage.status import status as index_status
 
 SECRET = "gh" + "p_" + "Zq8xK2mN4pR6tV9wY1bD3fH5jL7nQ0sU2xA4"
 
@@ -734,7 +736,7 @@ def test_a_parser_process_that_cannot_start_falls_back_to_a_thread(tmp_path, loc
     script = (
         "import sys\n"
         "from pimem_index import indexer, locations, store\n"
-        "from pimem_index.settings import IndexSettings\n"
+        "from pimem_index.index.settings import IndexSettings\n"
         "spawned = IndexSettings(bulk_bytes=1, start_method='spawn')  # as when the caller has threads\n"
         f"conn = store.open_index({str(tmp_path / 'piped.sqlite')!r})\n"
         f"report = indexer.index_all(conn, locations.resolve({str(tmp_path / 'piped.sqlite')!r}, "
@@ -778,10 +780,10 @@ def test_a_pass_stopped_between_two_batches_of_a_journal_is_finished_by_the_next
     with pytest.raises(KeyboardInterrupt):
         index_all(conn, locations, settings=small_batches(50, after_batch=StopAfter(1)))
     assert entry_count(conn) == 50
-    assert query.status(conn, locations)["journals_pending"] == 1
+    assert index_status(conn, locations)["journals_pending"] == 1
     index_all(conn, locations, settings=small_batches(50))
     assert entry_count(conn) == 60 * 3
-    assert query.status(conn, locations)["journals_pending"] == 0
+    assert index_status(conn, locations)["journals_pending"] == 0
     clean = store.open_index(tmp_path / "clean.sqlite")
     index_all(clean, locations)
     assert snapshot(conn) == snapshot(clean)

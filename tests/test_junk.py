@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from indexed import vocab
 
-from pimem_index import junk
 from pimem_index.errors import UserError
-from pimem_index.indexer import index_all
+from pimem_index.index.indexer import index_all
+from pimem_index.manage import junk
 
 OLD = datetime.now(UTC) - timedelta(days=3)
 

@@ -13,7 +13,8 @@ import pytest_asyncio
 from click.testing import CliRunner
 from plugin_world import ROOT, make_datasette, running
 
-from pimem_index import errors, words
+from pimem_index import errors
+from pimem_index import humanize as words
 from pimem_index.cli import cli
 
 
@@ -154,7 +155,7 @@ async def test_the_read_page_offers_a_wider_scope_only_when_there_is_one(ds, wor
 
 
 def test_the_scope_to_try_is_wider_than_the_one_searched_and_within_the_cap():
-    from pimem_index.scope import wider
+    from pimem_index.search.scope import wider
 
     assert [wider(s, "global") for s in ("session", "project", "global")] == ["global", "global", None]
     assert wider("session", "project") == "project" and wider("project", "project") is None
@@ -187,7 +188,8 @@ def test_a_rebuild_of_one_journal_says_journal_and_entry_in_the_singular(run, ne
 
 @pytest.mark.asyncio
 async def test_the_overview_says_one_session_in_the_singular(locations, new_journal):
-    from pimem_index import indexer, store
+    from pimem_index import store
+    from pimem_index.index import indexer
 
     new_journal().user("only one")
     conn = store.open_index(locations.db_path)
@@ -241,7 +243,7 @@ async def test_the_pages_give_the_reason_of_an_unavailable_entry(locations, outs
 
 
 def test_an_entry_whose_journal_changed_says_it_is_queued_for_reindexing(conn, locations, world):
-    from pimem_index import conversation
+    from pimem_index.session import conversation
 
     world["a"].path.write_bytes(world["a"].path.read_bytes().replace(b"heron", b"egret"))
     page = conversation.page(conn, locations, world["a"].session_id)
@@ -258,7 +260,7 @@ def test_an_entry_whose_journal_changed_says_it_is_queued_for_reindexing(conn, l
 @pytest.fixture
 def nested_projects(conn, locations, new_journal):
     """A project with sessions at its root and in two sub-folders, and another project."""
-    from pimem_index import indexer
+    from pimem_index.index import indexer
 
     for folder in ("Apps/prjct", "Apps/prjct/prjct-fe", "Apps/prjct/prjct-be", "Apps/other"):
         new_journal(folder).user(f"work in {folder}")
@@ -266,7 +268,7 @@ def nested_projects(conn, locations, new_journal):
 
 
 def test_the_project_list_names_each_root_once_with_its_sub_folders_as_a_note(conn, home, nested_projects):
-    from pimem_index import browse
+    from pimem_index.session import browse
 
     listed = {p["cwd"]: p for p in browse.projects(conn)}
     assert sorted(listed) == [str(home / "Apps/other"), str(home / "Apps/prjct")]
@@ -320,7 +322,8 @@ async def test_a_project_search_without_a_folder_says_which_project_it_searched(
 
 @pytest.mark.asyncio
 async def test_the_summaries_page_renders_markdown_with_html_as_text_and_secrets_masked(locations, new_journal):
-    from pimem_index import indexer, store
+    from pimem_index import store
+    from pimem_index.index import indexer
 
     secret = "sk-" + "ant-" + "api03-" + "Hq7Lm2Xv9Rt4Wz8Kp3Nb6Yc1Df5Gs0Ja"
     journal = new_journal()

@@ -10,10 +10,12 @@ from click.testing import CliRunner
 from indexed import vocab
 from pijournal import Journal
 
-from pimem_index import query, store
+from pimem_index import store
 from pimem_index.cli import cli
-from pimem_index.indexer import index_all
+from pimem_index.index.indexer import index_all
 from pimem_index.locations import resolve
+from pimem_index.manage.status import status as index_status
+from pimem_index.search import query
 
 WORD = "xylophonequartz"
 
@@ -53,7 +55,7 @@ def test_a_symlinked_journal_pointing_outside_is_never_indexed_and_is_reported(
     assert report.bytes_read == beside.path.stat().st_size and report.outside == 1
     assert hits(conn, locations, WORD) == [] and WORD not in vocab(conn)
     assert [h["id"] for h in hits(conn, locations, "pelican")]
-    assert query.status(conn, locations)["journals_outside"] == [str(link)]
+    assert index_status(conn, locations)["journals_outside"] == [str(link)]
 
 
 def test_a_symlinked_folder_pointing_outside_is_never_walked_and_is_reported(
@@ -64,7 +66,7 @@ def test_a_symlinked_folder_pointing_outside_is_never_walked_and_is_reported(
     report = index_all(conn, locations)
     assert indexed_paths(conn) == {str(beside.path)} and report.outside == 1
     assert hits(conn, locations, WORD) == [] and WORD not in vocab(conn)
-    assert query.status(conn, locations)["journals_outside"] == [str(link)]
+    assert index_status(conn, locations)["journals_outside"] == [str(link)]
 
 
 def test_rows_of_a_journal_replaced_by_a_link_outside_are_removed(
@@ -88,7 +90,7 @@ def test_a_symlink_inside_the_journal_folders_is_indexed_once(conn, locations, b
     report = index_all(conn, locations)
     assert indexed_paths(conn) == {str(beside.path)} and report.outside == 0
     assert len(hits(conn, locations, "pelican")) == 1
-    assert query.status(conn, locations)["journals_outside"] == []
+    assert index_status(conn, locations)["journals_outside"] == []
 
 
 def test_a_journal_folder_that_is_itself_a_link_is_indexed(tmp_path, agent_dir, home):

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 import pytest
 
-from datasette_pi_memory import commands
+from datasette_pi_memory.server import commands
 
 DATASETTE_MODULES = "sorted(m for m in sys.modules if m.split('.')[0] in ('datasette', 'datasette_pi_memory'))"
 
@@ -68,7 +68,7 @@ def test_pimem_help_lists_the_plugin_commands_beside_the_library_commands(agent_
 
 def test_the_plugin_registers_its_commands_through_the_pimem_entry_point():
     registered = {ep.name: ep.value for ep in entry_points(group="pimem_index.commands")}
-    assert registered.get("pi_memory") == "datasette_pi_memory.commands:register"
+    assert registered.get("pi_memory") == "datasette_pi_memory.server.commands:register"
     group = click.Group()
     commands.register(group)
     assert sorted(group.commands) == ["login", "pi", "serve", "token"]  # issue 19 adds login

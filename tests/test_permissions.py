@@ -15,7 +15,7 @@ from datasette_test import Datasette
 from plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette, pimem_serve_datasette, running
 
 from datasette_pi_memory.state import ACTION
-from pimem_index.indexer import index_all
+from pimem_index.index.indexer import index_all
 
 OTHER_NAME = "osprey-rollout-planning"  # the other project's session name
 ALICE = {"id": "alice"}

@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from scripted_model import EXTENSION_DIR, find_pi, pi_package_dir, send_json
 
-from pimem_index import pi_tool
+from datasette_pi_memory.server import pi_tool
 from pimem_index.errors import UserError
 
 TS_SOURCE = EXTENSION_DIR / "memory_context.ts"
@@ -125,13 +125,13 @@ def test_description_under_200_chars_in_source():
 
 
 def test_the_query_parameter_states_the_word_limit():
-    from pimem_index import requests
+    from pimem_index.search.request import MAX_TERMS
 
     src = TS_SOURCE.read_text()
     m = re.search(r"query: Type\.Optional\(Type\.String\(\{ description: \"([^\"]*)\"", src)
     assert m, "the query parameter's description not found in memory_context.ts"
-    assert f"at most {requests.MAX_TERMS} distinct words" in m.group(1)
-    assert f"at most {requests.MAX_TERMS} distinct words" not in _description_from_source(), (
+    assert f"at most {MAX_TERMS} distinct words" in m.group(1)
+    assert f"at most {MAX_TERMS} distinct words" not in _description_from_source(), (
         "the limit belongs to the parameter, keeping the tool description short"
     )
 
@@ -532,9 +532,11 @@ def test_typescript_type_checks_against_pi_typings():
     if shutil.which("node") is None:
         pytest.skip("node is not installed; cannot type-check the Pi extension")
     if not tsc.exists():
-        pytest.skip("TypeScript not installed: run `npm ci --prefix pimem_index/pi_extension` to type-check")
+        pytest.skip(
+            "TypeScript not installed: run `npm ci --prefix datasette_pi_memory/server/pi_extension` to type-check"
+        )
     if not (EXTENSION_DIR / "node_modules" / "@mariozechner" / "pi-coding-agent").is_dir():
-        pytest.skip("Pi typings not installed: run `npm ci --prefix pimem_index/pi_extension`")
+        pytest.skip("Pi typings not installed: run `npm ci --prefix datasette_pi_memory/server/pi_extension`")
     proc = subprocess.run([str(tsc), "--noEmit", "-p", str(EXTENSION_DIR)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -560,7 +562,7 @@ def _free_port() -> int:
 def test_the_tool_starts_the_recorded_server_when_none_answers_and_retries(
     tmp_path, agent_dir, locations, new_journal, stopped_afterwards
 ):
-    from datasette_pi_memory.serve import make_token
+    from datasette_pi_memory.server.serve import make_token
 
     project = agent_dir.parent.parent / "Apps" / "prjct"
     journal = new_journal("Apps/prjct")

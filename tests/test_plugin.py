@@ -19,9 +19,9 @@ from datasette_test import Datasette
 from pijournal import Journal
 from plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette, pimem_serve_datasette, running
 
-from datasette_pi_memory.serve import ensure_secret
+from datasette_pi_memory.server.serve import ensure_secret
 from datasette_pi_memory.state import ACTION, AGENT_ID, PLUGIN
-from pimem_index.indexer import index_all
+from pimem_index.index.indexer import index_all
 
 CANARY = "CANARY-7f3e9b-outside-the-journal-folders"
 API = ("search", "read", "summaries", "status")
@@ -703,7 +703,7 @@ async def _ids(ds, world, q: str) -> list[str]:
 @pytest.mark.asyncio
 async def test_an_index_rebuilt_under_the_server_is_reopened_and_a_forget_on_it_holds(ds, world, locations):
     from pimem_index import store
-    from pimem_index.forget import forget_entry
+    from pimem_index.manage.forget import forget_entry
 
     other = world["other"]
     assert await _ids(ds, world, "kestrel") == [other]

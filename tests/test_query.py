@@ -8,9 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pimem_index import query, requests, reread, scope
 from pimem_index.errors import UserError
-from pimem_index.indexer import index_all, index_journal
+from pimem_index.index.indexer import index_all, index_journal
+from pimem_index.search import query, reread, scope
+from pimem_index.search.request import MAX_TERMS, parse_bound, query_terms
 
 SECRET = "gh" + "p_" + "Rk3mW8qZ2xT5vB9nC4yH7jL1pD6sF0gA2eU8"
 ENTRY_KEYS = {"id", "session_id", "timestamp", "kind", "role", "tool", "cwd", "journal"}
@@ -245,10 +246,10 @@ def test_a_query_over_the_word_limit_is_refused_with_an_example(conn, locations,
     j = new_journal()
     j.user("kestrel sighting")
     index_all(conn, locations)
-    words = ["kestrel"] + [f"w{n}x" for n in range(requests.MAX_TERMS)]
-    with pytest.raises(UserError, match=f"{requests.MAX_TERMS + 1} distinct words; at most {requests.MAX_TERMS}.*e.g."):
+    words = ["kestrel"] + [f"w{n}x" for n in range(MAX_TERMS)]
+    with pytest.raises(UserError, match=f"{MAX_TERMS + 1} distinct words; at most {MAX_TERMS}.*e.g."):
         query.search(conn, locations, " ".join(words), scope="global")
-    within = query.search(conn, locations, " ".join(words[: requests.MAX_TERMS]), scope="global")
+    within = query.search(conn, locations, " ".join(words[:MAX_TERMS]), scope="global")
     assert within["match"] == "any" and len(within["results"]) == 1
 
 
@@ -256,7 +257,7 @@ def test_repeated_words_count_once_toward_the_word_limit(conn, locations, new_jo
     j = new_journal()
     e = j.user("kestrel sighting")
     index_all(conn, locations)
-    reply = query.search(conn, locations, "kestrel " * (10 * requests.MAX_TERMS), scope="global")
+    reply = query.search(conn, locations, "kestrel " * (10 * MAX_TERMS), scope="global")
     assert ids(reply) == [e]
 
 
@@ -368,7 +369,7 @@ def test_a_letter_fts5_treats_as_a_separator_splits_the_query_term(conn, locatio
     entry = j.user(f"marsupials {joined} here")
     other = j.user("marsupials elsewhere")
     index_all(conn, locations)
-    assert requests.query_terms(joined) == ["quoll", "numbat"]
+    assert query_terms(joined) == ["quoll", "numbat"]
     reply = query.search(conn, locations, joined, scope="global")
     assert reply["match"] == "all" and ids(reply) == [entry]
     assert other not in ids(reply)
@@ -444,7 +445,7 @@ def test_day_bounds_are_the_users_local_midnight(conn, locations, new_journal, n
     assert ids(day15) == [after]
     day14 = query.search(conn, locations, "local", scope="global", until="2026-03-14")
     assert ids(day14) == [before]
-    assert requests.parse_bound("2026-03-15", end=True, name="until") == "2026-03-16T03:59:59.999Z"
+    assert parse_bound("2026-03-15", end=True, name="until") == "2026-03-16T03:59:59.999Z"
 
 
 def test_since_takes_a_full_iso_datetime_not_only_a_day(conn, locations, new_journal):

@@ -11,7 +11,7 @@ from indexed import snapshot
 from pijournal import make_corpus
 
 from pimem_index import db, store
-from pimem_index.indexer import index_all, rebuild
+from pimem_index.index.indexer import index_all, rebuild
 
 
 def test_rebuild_from_nothing_creates_the_index(locations, new_journal):

@@ -1,4 +1,4 @@
-"""Behaviour of pimem_index.redact.
+"""Behaviour of pimem_index.redaction.engine.
 
 One behaviour per test; each positive sits beside a must-not over the same
 kind of text.  Token-shaped values are built at run time from random
@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 import redaction_corpus as corpus
 
-from pimem_index import redact as redact_module
-from pimem_index.redact import KINDS, MASK, RULES, SLICE_CHARS, redact
-from pimem_index.redact_gitleaks import GITLEAKS, GITLEAKS_VERSION
+from pimem_index.redaction import engine as redact_module
+from pimem_index.redaction.engine import KINDS, MASK, RULES, SLICE_CHARS, redact
+from pimem_index.redaction.gitleaks import GITLEAKS, GITLEAKS_VERSION
 
 R = random.Random(20240601)
 ALNUM = corpus.ALNUM

@@ -18,7 +18,7 @@ import pytest_asyncio
 from indexed import vocab
 from plugin_world import ROOT, make_datasette, running
 
-from pimem_index import indexer
+from pimem_index.index import indexer
 
 RNG = random.Random(1515)
 ALNUM = string.ascii_letters + string.digits

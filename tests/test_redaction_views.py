@@ -19,8 +19,8 @@ import pytest_asyncio
 from indexed import vocab
 from plugin_world import ROOT, make_datasette, running
 
-from pimem_index import indexer
-from pimem_index.redact import MASK, SLICE_CHARS, context_of, redact, redact_part
+from pimem_index.index import indexer
+from pimem_index.redaction.engine import MASK, SLICE_CHARS, context_of, redact, redact_part
 
 RNG = random.Random(15)
 ALNUM = string.ascii_letters + string.digits

@@ -8,10 +8,11 @@ import os
 import pytest
 from datasette.utils import MultiParams
 
-from pimem_index import journal, query, scope
+from pimem_index import journal
 from pimem_index.errors import UserError
-from pimem_index.indexer import index_all
-from pimem_index.requests import ReadRequest, SearchRequest, query_args
+from pimem_index.index.indexer import index_all
+from pimem_index.search import query, scope
+from pimem_index.search.request import ReadRequest, SearchRequest, query_args
 
 
 @pytest.fixture

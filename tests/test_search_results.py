@@ -13,9 +13,9 @@ import pytest_asyncio
 from click.testing import CliRunner
 from plugin_world import ROOT, api_path, bearer, make_datasette, running
 
-from pimem_index import query, results
 from pimem_index.cli import cli
-from pimem_index.indexer import index_all
+from pimem_index.index.indexer import index_all
+from pimem_index.search import query, results
 
 REPEATED = "bash command: redis-cli --timeout 30 ping (redis timeout: 30)"
 REPEATS = 18

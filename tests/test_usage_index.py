@@ -12,9 +12,10 @@ from click.testing import CliRunner
 from passes import threaded_or_bulk
 from pijournal import usage
 
-from pimem_index import forget, journal
+from pimem_index import journal
 from pimem_index.cli import cli
-from pimem_index.indexer import index_all
+from pimem_index.index.indexer import index_all
+from pimem_index.manage import forget
 
 
 def journal_sums(paths: list[Path], forgotten: frozenset[str] = frozenset()) -> dict[str, dict]:

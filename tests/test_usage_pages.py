@@ -23,7 +23,7 @@ from usage_world import GPT, OPUS, SECRET, SONNET, expected, local_noon, write_u
 
 from datasette_pi_memory.state import ACTION
 from pimem_index.cli import cli
-from pimem_index.indexer import index_all
+from pimem_index.index.indexer import index_all
 
 
 @pytest_asyncio.fixture

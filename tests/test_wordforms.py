@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from plugin_world import ROOT, make_datasette, running
 
 from datasette_pi_memory.html import highlight
-from pimem_index import query, wordforms
 from pimem_index.cli import cli
+from pimem_index.search import query, wordforms
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pimem_index import workers
+from pimem_index.index import workers
 
 
 def numbered(paths: list[Path], *args) -> object:

@@ -12,15 +12,15 @@ import math
 import time
 from contextlib import contextmanager
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-from . import db, forgotten, indexer, lease, results, store, wordforms
-from .errors import Arg, UserError
-from .locations import Locations, discover, find_journals
-from .redact import redact
-from .requests import ReadRequest, SearchRequest, query_terms
-from .reread import (
+from pimem_index import db, store
+from pimem_index.errors import Arg, UserError
+from pimem_index.locations import Locations, discover
+from pimem_index.redaction.engine import redact
+from pimem_index.search import results, wordforms
+from pimem_index.search.request import ReadRequest, SearchRequest, query_terms
+from pimem_index.search.reread import (
     ENTRY_COLUMNS,
     EntryRow,
     entry_json,
@@ -30,7 +30,7 @@ from .reread import (
     unavailable_reason,
     unavailable_text,
 )
-from .scope import SCOPES, Scope, allowed, project_root, request_scope, session_of
+from pimem_index.search.scope import SCOPES, Scope, allowed, project_root, request_scope, session_of
 
 CANDIDATES = 400
 PAGE_CHARS = 16_000
@@ -500,7 +500,7 @@ def read(conn: db.Connection, locations: Locations, request: ReadRequest | str |
 
 def indexing_state(conn: db.Connection, locations: Locations) -> dict:
     """How far backfill has come; when incomplete, a note that results may be incomplete."""
-    state = lease.backfill_progress(conn)
+    state = store.backfill_progress(conn)
     if state is None:
         total = len(discover(locations))
         done = conn.execute(
@@ -519,47 +519,3 @@ def indexing_state(conn: db.Connection, locations: Locations) -> dict:
             f"indexing is not complete ({reply['journals_indexed']} of {total} journals); results may be incomplete"
         )
     return reply
-
-
-def status(conn: db.Connection, locations: Locations) -> dict:
-    """The contract's status figures: what the index holds and how much is left to index."""
-    sessions, entries, indexed = conn.execute(
-        "SELECT (SELECT COUNT(*) FROM files WHERE session_id IS NOT NULL), "
-        "(SELECT COUNT(*) FROM entries), (SELECT COALESCE(SUM(cursor), 0) FROM files)"
-    ).fetchone()
-    summaries_count = conn.execute(
-        "SELECT COUNT(*) FROM entries WHERE kind IN ('compaction', 'branch_summary')"
-    ).fetchone()[0]
-    # (size, mtime, queued for reindexing) of each indexed journal: one that differs has work left
-    known = {
-        path: (size, mtime, bool(needs_reindex))
-        for path, size, mtime, needs_reindex in conn.execute("SELECT path, size, mtime, needs_reindex FROM files")
-    }
-    gone = forgotten.journal_rows(conn)
-    journals, outside = find_journals(locations)
-    pending = 0
-    for path in journals:
-        try:
-            st = path.stat()
-        except OSError:
-            continue
-        if str(path) not in known and forgotten.unchanged(gone, str(path), st):
-            continue
-        if known.get(str(path)) != (st.st_size, st.st_mtime, False):
-            pending += 1
-    db_path = Path(locations.db_path)
-    db_bytes = sum(p.stat().st_size for p in (db_path, Path(f"{db_path}-wal")) if p.exists())
-    return {
-        "sessions": sessions,
-        "entries": entries,
-        "summaries": summaries_count,
-        "indexed_bytes": indexed,
-        "journals_total": len(journals),
-        "journals_pending": pending,
-        "db_bytes": db_bytes,
-        "schema_version": store.SCHEMA_VERSION,
-        "db": str(db_path),
-        "sessions_dirs": [str(d) for d in locations.sessions_dirs],
-        "journals_outside": outside,
-        "journals_failed": indexer.failed_journals(conn),
-    }

@@ -20,14 +20,12 @@ from pathlib import Path
 
 import click
 
-from pimem_index.cli import open_index
-from pimem_index.errors import UserError
-from pimem_index.locations import Locations
-
-from . import login
-from .catalog import instance_metadata
-from .daemon import is_detached, record_server, url_host
-from .state import ACTION, AGENT_ID, PLUGIN
+from datasette_pi_memory import login
+from datasette_pi_memory.catalog import instance_metadata
+from datasette_pi_memory.server import hooks
+from datasette_pi_memory.server.daemon import is_detached, record_server, url_host
+from datasette_pi_memory.state import ACTION, AGENT_ID, PLUGIN
+from pimem_index import Locations, UserError, open_located
 
 SECRET_FILE = "secret"
 
@@ -115,7 +113,7 @@ def serve(locations: Locations, host: str = "127.0.0.1", port: int = 8001, backg
     """Run Datasette with this plugin on the index until interrupted."""
     from datasette.cli import serve as datasette_serve
 
-    open_index(locations).close()  # the index's path problems, worded as every pimem command words them
+    open_located(locations).close()  # the index's path problems, worded as every pimem command words them
     _check_port(host, port)
     secret = ensure_secret(locations)
     database = Path(locations.db_path).stem
@@ -142,6 +140,7 @@ def serve(locations: Locations, host: str = "127.0.0.1", port: int = 8001, backg
         "-m",
         _readable_once(json.dumps(metadata)),
     ]
+    hooks.register()
     datasette_serve.main(args=args, prog_name="pimem serve", standalone_mode=False)
 
 

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import orjson
 
-from . import db, indexer
-from .errors import UserError
-from .locations import Locations, discover
+from pimem_index import db
+from pimem_index.errors import UserError
+from pimem_index.index import indexer
+from pimem_index.locations import Locations, discover
 
 PREVIEW_FILE = "gc-preview.json"
 QUIET_SECONDS = 24 * 3600

@@ -15,8 +15,8 @@ import os
 from dataclasses import dataclass
 from typing import Protocol
 
-from . import db, store
-from .errors import Arg, UserError
+from pimem_index import db, store
+from pimem_index.errors import Arg, UserError
 
 SCOPES = ("session", "project", "global")
 EXAMPLE_CWD = "/home/u/Apps/prjct"  # examples in messages

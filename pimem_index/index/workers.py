@@ -23,7 +23,7 @@ from multiprocessing.context import ForkContext, SpawnContext
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from .settings import StartMethod
+from pimem_index.index.settings import StartMethod
 
 # How often the writer checks that a parsing process is alive, and a process its parent.
 POLL_SECONDS = 1.0

@@ -23,12 +23,13 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import db, journal, lease, parsing, store, workers
-from . import forgotten as forgotten_set
-from .forgotten import Forgotten
-from .locations import Locations, find_journals
-from .settings import IndexSettings, or_default
-from .workers import ParserStopped  # noqa: F401  (raised through index_all)
+from pimem_index import db, journal, store
+from pimem_index.index import forgotten as forgotten_set
+from pimem_index.index import lease, parsing, workers
+from pimem_index.index.forgotten import Forgotten
+from pimem_index.index.settings import IndexSettings, or_default
+from pimem_index.index.workers import ParserStopped  # noqa: F401  (raised through index_all)
+from pimem_index.locations import Locations, find_journals
 
 # How often a backfill renews its lease and publishes its progress.
 PROGRESS_SECONDS = 1.0

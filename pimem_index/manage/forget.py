@@ -12,11 +12,12 @@ import os
 
 import orjson
 
-from . import db, forgotten, indexer, journal, store
-from .errors import UserError
-from .forgotten import load, text_fingerprint
-from .locations import Locations, discover
-from .reread import EntryRow, reread, select_entries
+from pimem_index import db, journal, store
+from pimem_index.errors import UserError
+from pimem_index.index import forgotten, indexer
+from pimem_index.index.forgotten import load, text_fingerprint
+from pimem_index.locations import Locations, discover
+from pimem_index.search.reread import EntryRow, reread, select_entries
 
 
 def _append(locations: Locations, record: dict) -> None:

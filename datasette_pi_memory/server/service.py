@@ -14,12 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pimem_index.cli import location_args
-from pimem_index.errors import UserError
-from pimem_index.locations import Locations
-from pimem_index.pi_tool import pimem_command
-
-from .daemon import url_host
+from datasette_pi_memory.server.daemon import url_host
+from datasette_pi_memory.server.pi_tool import pimem_command
+from pimem_index import Locations, UserError, location_args
 
 UNIT = "pimem.service"
 ENABLE = f"systemctl --user enable --now {UNIT}"

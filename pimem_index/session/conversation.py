@@ -14,11 +14,11 @@ import difflib
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from . import browse, db, journal
-from .errors import Arg, UserError
-from .locations import Locations
-from .redact import context_of, redact, redact_part
-from .reread import (
+from pimem_index import db, journal
+from pimem_index.errors import Arg, UserError
+from pimem_index.locations import Locations
+from pimem_index.redaction.engine import context_of, redact, redact_part
+from pimem_index.search.reread import (
     JOURNAL_HEAD_COLUMNS,
     EntryRow,
     JournalHead,
@@ -29,6 +29,7 @@ from .reread import (
     unavailable_reason,
     unavailable_text,
 )
+from pimem_index.session import browse
 
 PAGE = 200
 TEXT_CHARS = 20_000

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from . import db, journal, store
-from .errors import Arg, UserError
-from .scope import allowed, default_scope, project_cwd
+from pimem_index import db, journal, store
+from pimem_index.errors import Arg, UserError
+from pimem_index.search.scope import allowed, default_scope, project_cwd
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 100

@@ -16,9 +16,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from . import db, journal, store, wordforms
-from .locations import Locations
-from .redact import redact, redact_part
+from pimem_index import db, journal, store
+from pimem_index.locations import Locations
+from pimem_index.redaction.engine import redact, redact_part
+from pimem_index.search import wordforms
 
 EXCERPT_CHARS = 300
 WHOLE_REDACT_CHARS = 200_000

@@ -10,15 +10,12 @@ import urllib.parse
 
 import click
 
-from pimem_index import pi_tool
-from pimem_index.cli import common, emit_json, location_args
-from pimem_index.errors import UserError
-from pimem_index.locations import Locations
-
-from . import daemon, service
-from .login import mint
-from .serve import ensure_secret, make_token
-from .serve import serve as run_server
+from datasette_pi_memory.login import mint
+from datasette_pi_memory.server import daemon, pi_tool, service
+from datasette_pi_memory.server.serve import ensure_secret, make_token
+from datasette_pi_memory.server.serve import serve as run_server
+from pimem_index import Locations, UserError, location_args
+from pimem_index.cli import common, emit_json
 
 
 def register(cli: click.Group) -> None:

@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from .reread import EntryRow
+from pimem_index.search.reread import EntryRow
 
 # Candidates whose text a phrase query rereads. Measured on the benchmark corpus (500 MB, 2 cores):
 # see docs/design.md, "Phrases".

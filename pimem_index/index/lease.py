@@ -3,7 +3,7 @@
 One process at a time backfills every journal: it takes the lease (`take_lease`), renews it
 as it goes and gives it back (`release_lease`); a holder that died on this host loses it at
 once, any other when it expires. The holder publishes how far it has come (`record_backfill`),
-which the replies' `indexing` block reads (`backfill_progress`).
+which the replies' `indexing` block reads (`store.backfill_progress`).
 """
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ import time
 
 import orjson
 
-from . import db, journal, store
+from pimem_index import db, journal, store
 
 LEASE_KEY = "backfill_lease"
 LEASE_SECONDS = 120
-BACKFILL_KEY = "backfill"
 
 
 def default_owner() -> str:
@@ -66,21 +65,15 @@ def release_lease(conn: db.Connection, owner: str) -> None:
             conn.execute("DELETE FROM meta WHERE key = ?", (LEASE_KEY,))
 
 
-def backfill_progress(conn: db.Connection) -> dict | None:
-    """The last progress a backfill published (`record_backfill`), or None before the first."""
-    raw = store.get_meta(conn, BACKFILL_KEY)
-    return orjson.loads(raw) if raw else None
-
-
 def record_backfill(conn: db.Connection, total: int, done: int, complete: bool) -> None:
     """Publish backfill progress for the replies' `indexing` block (unchanged: nothing written)."""
-    old = backfill_progress(conn)
+    old = store.backfill_progress(conn)
     if old and (old.get("journals_total"), old.get("journals_done"), old.get("complete")) == (total, done, complete):
         return
     with db.write(conn):
         store.set_meta(
             conn,
-            BACKFILL_KEY,
+            store.BACKFILL_KEY,
             orjson.dumps(
                 {
                     "journals_total": total,

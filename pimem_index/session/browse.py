@@ -1,4 +1,4 @@
-"""Browsing helpers for pages: a session's header, activity per day, recent sessions, projects.
+"""Browsing helpers for pages: a session's header, entries per day, recent sessions, projects.
 
 Every text shown is reread from its journal line (`reread`: checked against the stored
 fingerprint) and redacted; nothing here reads a file outside the journal folders.
@@ -10,10 +10,18 @@ import os
 from datetime import UTC, date, datetime, timedelta
 from typing import NamedTuple
 
-from . import db
-from .locations import Locations
-from .reread import EntryRow, entry_json, redacted_head, reread, select_entries, unavailable_reason, unavailable_text
-from .scope import project_root
+from pimem_index import db
+from pimem_index.locations import Locations
+from pimem_index.search.reread import (
+    EntryRow,
+    entry_json,
+    redacted_head,
+    reread,
+    select_entries,
+    unavailable_reason,
+    unavailable_text,
+)
+from pimem_index.search.scope import project_root
 
 TITLE_CHARS = 120
 SUMMARY_CHARS = 8_000  # of a summary, on the summaries page
@@ -104,7 +112,7 @@ def entry_shown(conn: db.Connection, locations: Locations, hit: dict, max_chars:
     return _shown(conn, locations, rows[0], max_chars) if rows else None
 
 
-def activity(conn: db.Connection, days: int = 60, today: date | None = None) -> list[dict]:
+def entries_per_day(conn: db.Connection, days: int = 60, today: date | None = None) -> list[dict]:
     """Entries and sessions per UTC day over the last `days` days, oldest first, zeros included."""
     today = today or datetime.now(UTC).date()
     start = today - timedelta(days=days - 1)

@@ -22,8 +22,8 @@ from typing import NamedTuple
 
 import orjson
 
-from . import db, journal, store
-from .locations import agent_dir
+from pimem_index import db, journal, store
+from pimem_index.locations import agent_dir
 
 FILE_NAME = "forgotten.jsonl"
 

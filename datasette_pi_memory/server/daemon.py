@@ -21,9 +21,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from pimem_index.cli import location_args
-from pimem_index.errors import UserError
-from pimem_index.locations import Locations
+from pimem_index import Locations, UserError, location_args
 
 STATE_FILE = "server.json"
 LOG_FILE = "server.log"

@@ -15,7 +15,7 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from .errors import UserError
+from pimem_index import UserError
 
 EXTENSION_SOURCE = "memory_context.ts"
 EXTENSION_NAME = "memory_context.ts"
@@ -25,7 +25,11 @@ CONFIG_NAME = "pi-tool.json"
 
 def extension_source() -> str:
     """The extension's TypeScript source, shipped as package data."""
-    return resources.files("pimem_index").joinpath("pi_extension", EXTENSION_SOURCE).read_text(encoding="utf-8")
+    return (
+        resources.files("datasette_pi_memory.server")
+        .joinpath("pi_extension", EXTENSION_SOURCE)
+        .read_text(encoding="utf-8")
+    )
 
 
 def extension_path(agent_dir: Path) -> Path:

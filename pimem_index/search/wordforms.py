@@ -21,7 +21,7 @@ import re
 import threading
 from collections.abc import Iterator
 
-from . import db
+from pimem_index import db
 
 # The index's tokenizer (store.FTS_OPTIONS) with FTS5's Porter stemmer over it.
 STEMMER = "porter unicode61 remove_diacritics 2"

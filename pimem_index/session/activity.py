@@ -14,9 +14,9 @@ from dataclasses import replace
 from datetime import UTC, date, datetime
 from typing import Any
 
-from . import db
-from .requests import SessionsRequest, UsageRequest, check_by
-from .scope import project_root, request_scope
+from pimem_index import db
+from pimem_index.search.request import SessionsRequest, UsageRequest, check_by
+from pimem_index.search.scope import project_root, request_scope
 
 FIGURES = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 COST_DIGITS = 6  # dollars to a millionth: sums of floats lose the noise beyond

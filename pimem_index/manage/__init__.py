@@ -1,0 +1,1 @@
+"""Operations on the whole index that the CLI and the server run: status, forget, junk journals."""
