@@ -6,7 +6,8 @@
 
 The journals hold absolute paths (cwd, parentSession, paths in tool arguments and
 outputs) under the root the generator ran in; ``copy_corpus`` moves that root to the
-destination in every line, and re-encodes the per-cwd folder names the way Pi does.
+destination in every line, and re-encodes the per-cwd folder names the way Pi does (in the
+layout and inside `parentSession` paths, where the old root also appears encoded).
 Regenerate the corpus with ``cd tests && python -m support.real_pi_corpus --out fixtures/real_pi``.
 """
 
@@ -53,9 +54,11 @@ def _escaped(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)[1:-1]
 
 
-def rewrite_line(line: str, old_root: str, new_root: str) -> str:
-    """One journal line with the root moved; stays valid JSON (checked)."""
-    out = line.replace(_escaped(old_root), _escaped(new_root))
+def rewrite_line(line: str, moves: list[tuple[str, str]]) -> str:
+    """One journal line with each (old, new) string replaced; stays valid JSON (checked)."""
+    out = line
+    for old, new in moves:
+        out = out.replace(_escaped(old), _escaped(new))
     if out != line and line.strip():
         json.loads(out)  # a rewrite must never break a line
     return out
@@ -77,6 +80,11 @@ def copy_corpus(dest: Path, corpus_dir: Path = CORPUS_DIR) -> RealPiCorpus:
     projects = {name: moved(cwd) for name, cwd in manifest["projects"].items()}
     for cwd in projects.values():
         cwd.mkdir(parents=True, exist_ok=True)
+    # the root, and the per-cwd folder names (in parentSession paths), which encode it
+    moves = [
+        (f"/{encode_cwd(old)}/", f"/{encode_cwd(str(projects[name]))}/") for name, old in manifest["projects"].items()
+    ]
+    moves.append((old_root, new_root))
     journals: dict[str, Path] = {}
     covers: dict[Path, list[str]] = {}
     for entry in manifest["journals"]:
@@ -86,7 +94,7 @@ def copy_corpus(dest: Path, corpus_dir: Path = CORPUS_DIR) -> RealPiCorpus:
         # keep the line structure byte for byte, except for the root; split on "\n" only
         # (str.splitlines would also split on U+2028, which JSON.stringify leaves raw in strings)
         lines = src.read_text(encoding="utf-8").split("\n")
-        out = "\n".join(rewrite_line(line, old_root, new_root) for line in lines)
+        out = "\n".join(rewrite_line(line, moves) for line in lines)
         target.write_text(out, encoding="utf-8", newline="")
         for role in entry["roles"]:
             if role in journals:

@@ -124,9 +124,6 @@ def _chunks_with_thinking(turn: Any, body: dict) -> list[dict]:
     return chunks
 
 
-scripted_model._chunks = _chunks_with_thinking  # the server looks the function up at each request
-
-
 def _usage(prompt: int, completion: int, cached: int = 0) -> dict:
     """Usage as an OpenAI-compatible server reports it (cached tokens are part of the prompt's)."""
     details = {"cached_tokens": cached}
@@ -717,6 +714,8 @@ class Generator:
 
     # -- all
     def run(self) -> None:
+        # the server looks `_chunks` up at each request: reasoning deltas only while we generate
+        scripted_model._chunks = _chunks_with_thinking
         self.setup()
         try:
             self.tools_tour()
@@ -728,6 +727,7 @@ class Generator:
             self.same_minute()
         finally:
             self.model.stop()
+            scripted_model._chunks = _plain_chunks
 
     def write(self, out: Path) -> dict:
         """Copy the journals to `out` (an agent folder layout) and write corpus.json."""
