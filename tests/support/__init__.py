@@ -1,0 +1,1 @@
+"""Helpers for the test suite (fixtures, generators, scripted servers)."""
