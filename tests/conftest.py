@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from pijournal import Journal
-from plugin_world import FLUENT, HERON
+from support.pijournal import Journal
+from support.plugin_world import FLUENT, HERON
 
 from pimem_index import store
 from pimem_index.cli import cli

@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 import pytest
 import pytest_asyncio
 from click.testing import CliRunner
-from plugin_world import ROOT, make_datasette, running
+from support.plugin_world import ROOT, make_datasette, running
 
 from pimem_index import errors
 from pimem_index import humanize as words
@@ -207,7 +207,7 @@ async def test_the_overview_says_one_session_in_the_singular(locations, new_jour
 @pytest.fixture
 def outside_entry(agent_dir, home, tmp_path):
     """An entry indexed from a folder given with --sessions-dir, then read without that folder."""
-    from pijournal import Journal
+    from support.pijournal import Journal
 
     extra = tmp_path / "extra"
     journal = Journal(extra, str(home / "Apps/prjct"))

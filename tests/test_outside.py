@@ -7,8 +7,8 @@ import os
 
 import pytest
 from click.testing import CliRunner
-from indexed import vocab
-from pijournal import Journal
+from support.indexed import vocab
+from support.pijournal import Journal
 
 from pimem_index import store
 from pimem_index.cli import cli

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import scripted_model
-from scripted_model import MODEL_ID, PROVIDER, Call, ScriptedModel, Text, ToolCalls, find_pi
+from support import scripted_model
+from support.scripted_model import MODEL_ID, PROVIDER, Call, ScriptedModel, Text, ToolCalls, find_pi
 
 PI_VERSION = scripted_model.PI_VERSION
 SECOND_MODEL = "scripted-reasoner"  # a second model of the same provider, for model_change

@@ -16,7 +16,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from servers import free_port, get, listening_addresses
+from support.servers import free_port, get, listening_addresses
+
+pytestmark = pytest.mark.slow  # real processes: pytest -m 'not slow' is the fast loop
 
 STATE = "server.json"
 

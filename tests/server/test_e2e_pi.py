@@ -28,7 +28,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from scripted_model import (
+from support.scripted_model import (
     MODEL_ID,
     PROVIDER,
     Call,
@@ -41,6 +41,8 @@ from scripted_model import (
 )
 
 from datasette_pi_memory.server import pi_tool
+
+pytestmark = pytest.mark.slow  # real processes: pytest -m 'not slow' is the fast loop
 
 PI_TIMEOUT = 180
 

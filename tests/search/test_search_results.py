@@ -11,7 +11,7 @@ import re
 import pytest
 import pytest_asyncio
 from click.testing import CliRunner
-from plugin_world import ROOT, api_path, bearer, make_datasette, running
+from support.plugin_world import ROOT, api_path, bearer, make_datasette, running
 
 from pimem_index.cli import cli
 from pimem_index.index.indexer import index_all

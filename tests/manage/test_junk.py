@@ -7,7 +7,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from indexed import vocab
+from support.indexed import vocab
 
 from pimem_index.errors import UserError
 from pimem_index.index.indexer import index_all

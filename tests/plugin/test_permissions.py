@@ -12,7 +12,7 @@ import sqlite3
 import pytest
 import pytest_asyncio
 from datasette_test import Datasette
-from plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette, pimem_serve_datasette, running
+from support.plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette, pimem_serve_datasette, running
 
 from datasette_pi_memory.state import ACTION
 from pimem_index.index.indexer import index_all

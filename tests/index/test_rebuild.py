@@ -6,9 +6,9 @@ import signal
 import threading
 import time
 
-from commands import start_pimem
-from indexed import snapshot
-from pijournal import make_corpus
+from support.commands import start_pimem
+from support.indexed import snapshot
+from support.pijournal import make_corpus
 
 from pimem_index import db, store
 from pimem_index.index.indexer import index_all, rebuild

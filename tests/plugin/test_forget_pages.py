@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import pytest_asyncio
 from click.testing import CliRunner
-from plugin_world import ROOT, pimem_serve_datasette, running
+from support.plugin_world import ROOT, pimem_serve_datasette, running
 
 from pimem_index.cli import cli
 

@@ -16,8 +16,8 @@ import pytest
 import pytest_asyncio
 from datasette.tokens import TokenRestrictions
 from datasette_test import Datasette
-from pijournal import Journal
-from plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette, pimem_serve_datasette, running
+from support.pijournal import Journal
+from support.plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette, pimem_serve_datasette, running
 
 from datasette_pi_memory.server.serve import ensure_secret
 from datasette_pi_memory.state import ACTION, AGENT_ID, PLUGIN

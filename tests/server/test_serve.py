@@ -15,9 +15,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from commands import pimem
-from pijournal import Journal
-from servers import Server, free_port, get, listening_addresses, wait_indexed
+from support.commands import pimem
+from support.pijournal import Journal
+from support.servers import Server, free_port, get, listening_addresses, wait_indexed
+
+pytestmark = pytest.mark.slow  # real processes: pytest -m 'not slow' is the fast loop
 
 
 @pytest.fixture

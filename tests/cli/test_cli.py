@@ -11,7 +11,7 @@ import time
 
 import click
 import pytest
-from pijournal import Journal
+from support.pijournal import Journal
 
 from pimem_index import db
 from pimem_index.cli import cli
@@ -30,7 +30,7 @@ def populated(new_journal, home, tmp_path):
     a.compaction("## Goal\nfix widgets migration")
     b = new_journal("Apps/other")
     b.user("unrelated widgets chatter")
-    from pijournal import Journal
+    from support.pijournal import Journal
 
     extra = Journal(tmp_path / "extra", str(home / "Apps/prjct"), header=True)
     extra.user("from the extra folder about widgets")
@@ -315,7 +315,7 @@ def test_index_refuses_a_file_that_is_not_a_journal_in_the_journal_folders(
     outside = populated["extra"].path  # a real journal, but its folder was not given
     (sessions_dir / "notes.txt").write_text("not a journal")
     (sessions_dir / "link.jsonl").symlink_to(outside)
-    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "README.md")
     target = {
         "outside-jsonl": outside,
         "readme": readme,

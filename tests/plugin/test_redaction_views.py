@@ -16,8 +16,8 @@ from urllib.parse import urlencode
 
 import pytest
 import pytest_asyncio
-from indexed import vocab
-from plugin_world import ROOT, make_datasette, running
+from support.indexed import vocab
+from support.plugin_world import ROOT, make_datasette, running
 
 from pimem_index.index import indexer
 from pimem_index.redaction.engine import MASK, SLICE_CHARS, context_of, redact, redact_part

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from passes import threaded_or_bulk
-from pijournal import usage
+from support.passes import threaded_or_bulk
+from support.pijournal import usage
 
 from pimem_index import journal
 from pimem_index.cli import cli

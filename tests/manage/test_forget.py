@@ -6,8 +6,8 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from indexed import vocab
-from passes import Watch, threaded_or_bulk
+from support.indexed import vocab
+from support.passes import Watch, threaded_or_bulk
 
 from pimem_index import db, store
 from pimem_index.cli import cli

@@ -23,9 +23,9 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from passes import Watch, threaded_or_bulk, use_by_default
-from pijournal import Journal
-from plugin_world import bearer, make_datasette
+from support.passes import Watch, threaded_or_bulk, use_by_default
+from support.pijournal import Journal
+from support.plugin_world import bearer, make_datasette
 
 from datasette_pi_memory.server.serve import make_token
 from pimem_index import journal, store

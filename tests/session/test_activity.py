@@ -9,7 +9,7 @@ import time
 from datetime import UTC, datetime
 
 import pytest
-from pijournal import usage
+from support.pijournal import usage
 
 from pimem_index.errors import UserError
 from pimem_index.index.indexer import index_all

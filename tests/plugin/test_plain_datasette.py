@@ -14,8 +14,8 @@ import time
 import pytest
 import pytest_asyncio
 from datasette_test import Datasette
-from plugin_world import FLUENT, ROOT, api_path, bearer, running
-from servers import free_port, get
+from support.plugin_world import FLUENT, ROOT, api_path, bearer, running
+from support.servers import free_port, get
 
 from datasette_pi_memory.state import ACTION
 

@@ -15,10 +15,10 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from commands import start_pimem
-from indexed import entry_count, snapshot, vocab
-from passes import StopAfter, Watch, bulk_settings, small_batches, threaded_or_bulk
-from pijournal import make_corpus
+from support.commands import start_pimem
+from support.indexed import entry_count, snapshot, vocab
+from support.passes import StopAfter, Watch, bulk_settings, small_batches, threaded_or_bulk
+from support.pijournal import make_corpus
 
 from pimem_index import store
 from pimem_index.index import indexer, lease, parsing

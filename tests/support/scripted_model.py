@@ -308,7 +308,7 @@ def _completion(turn: Text | ToolCalls, body: dict) -> dict:
 
 # -- locating the real Pi ------------------------------------------------------------------
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXTENSION_DIR = REPO / "datasette_pi_memory" / "server" / "pi_extension"
 PI_VERSION = "0.73.1"
 

@@ -12,13 +12,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-from commands import pimem
-from pijournal import Journal
-from servers import Server, wait_indexed
-from usage_world import GPT, OPUS, SECRET, write_usage_world
+from support.commands import pimem
+from support.pijournal import Journal
+from support.servers import Server, wait_indexed
+from support.usage_world import GPT, OPUS, SECRET, write_usage_world
+
+pytestmark = pytest.mark.slow  # real processes: pytest -m 'not slow' is the fast loop
 
 CHROMIUM = os.environ.get("PIMEM_CHROMIUM", "/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",

@@ -22,7 +22,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from scripted_model import EXTENSION_DIR, find_pi, pi_package_dir, send_json
+from support.scripted_model import EXTENSION_DIR, find_pi, pi_package_dir, send_json
 
 from datasette_pi_memory.server import pi_tool
 from pimem_index.errors import UserError

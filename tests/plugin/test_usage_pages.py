@@ -15,11 +15,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import pytest_asyncio
 from click.testing import CliRunner
-from commands import pimem
 from datasette.database import Database
-from pijournal import Journal
-from plugin_world import HERON, ROOT, bearer, make_datasette, pimem_serve_datasette, running
-from usage_world import GPT, OPUS, SECRET, SONNET, expected, local_noon, write_usage_world
+from support.commands import pimem
+from support.pijournal import Journal
+from support.plugin_world import HERON, ROOT, bearer, make_datasette, pimem_serve_datasette, running
+from support.usage_world import GPT, OPUS, SECRET, SONNET, expected, local_noon, write_usage_world
 
 from datasette_pi_memory.state import ACTION
 from pimem_index.cli import cli

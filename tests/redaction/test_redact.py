@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-import redaction_corpus as corpus
+from support import redaction_corpus as corpus
 
 from pimem_index.redaction import engine as redact_module
 from pimem_index.redaction.engine import KINDS, MASK, RULES, SLICE_CHARS, redact

@@ -12,7 +12,7 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from pijournal import Journal
+from support.pijournal import Journal
 
 OPUS = "claude-opus-4-5"
 SONNET = "claude-sonnet-4-5"

@@ -1064,7 +1064,6 @@ def format_table(table) -> str:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
     from pimem_index.redaction.engine import redact
 
     verbose = "-v" in sys.argv

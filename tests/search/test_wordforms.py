@@ -12,7 +12,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from plugin_world import ROOT, make_datasette, running
+from support.plugin_world import ROOT, make_datasette, running
 
 from datasette_pi_memory.html import highlight
 from pimem_index.cli import cli

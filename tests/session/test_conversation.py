@@ -12,7 +12,7 @@ import json
 import pytest
 import pytest_asyncio
 from click.testing import CliRunner
-from plugin_world import ROOT, make_datasette, running
+from support.plugin_world import ROOT, make_datasette, running
 
 from pimem_index import journal
 from pimem_index.cli import cli
