@@ -17,8 +17,9 @@ from typing import Protocol
 
 from pimem_index import db, store
 from pimem_index.errors import Arg, UserError
+from pimem_index.replies import ScopeName
 
-SCOPES = ("session", "project", "global")
+SCOPES: tuple[str, ...] = tuple(s.value for s in ScopeName)  # narrowest first; plain strings for JSON keys
 EXAMPLE_CWD = "/home/u/Apps/prjct"  # examples in messages
 EXAMPLE_SESSION = "0b6e6f2c-..."
 
