@@ -26,7 +26,6 @@ ROOT = Path(__file__).resolve().parent.parent
 HERE = ROOT / "benchmarks"
 sys.path.insert(0, str(HERE))
 
-import corpus as corpus_mod  # noqa: E402
 import docs_figures  # noqa: E402
 
 DOCS_START = "<!-- datasette pages: written by benchmarks/datasette_pages.py -->"
