@@ -42,6 +42,11 @@ _CANONICAL_TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 # orjson reads integers from -2**63 to 2**64 - 1 and larger ones as floats; the fallback does the same.
 _UINT64_END = 1 << 64
+# Figures no real session reaches (an answer's tokens: a thousand times the largest context window;
+# its cost: a million dollars) are dropped like unreadable ones, so no sum of them overflows in practice
+# (and the sums use SQL's total() besides, which never does).
+MAX_TOKENS = 1 << 40  # about 1.1e12
+MAX_DOLLARS = 1e6
 
 
 @dataclass(slots=True)
@@ -303,13 +308,13 @@ def assistant_usage(message: dict, calls: tuple[ToolCall, ...] = ()) -> Usage:
     if type(usage) is dict:
         uget = usage.get
         inp, out, cache_read, cache_write = uget("input"), uget("output"), uget("cacheRead"), uget("cacheWrite")
-        if not (type(inp) is int and 0 <= inp <= INT64_MAX):
+        if not (type(inp) is int and 0 <= inp <= MAX_TOKENS):
             inp = None
-        if not (type(out) is int and 0 <= out <= INT64_MAX):
+        if not (type(out) is int and 0 <= out <= MAX_TOKENS):
             out = None
-        if not (type(cache_read) is int and 0 <= cache_read <= INT64_MAX):
+        if not (type(cache_read) is int and 0 <= cache_read <= MAX_TOKENS):
             cache_read = None
-        if not (type(cache_write) is int and 0 <= cache_write <= INT64_MAX):
+        if not (type(cache_write) is int and 0 <= cache_write <= MAX_TOKENS):
             cache_write = None
         money = uget("cost")
         cost = _dollars(money.get("total")) if type(money) is dict else None
@@ -681,13 +686,14 @@ def _label(value) -> str | None:
 
 
 def _count(value) -> int | None:
-    """A token count: a whole number from 0 to what a 64-bit column holds, else None."""
-    return value if type(value) is int and 0 <= value <= INT64_MAX else None
+    """A token count: a whole number from 0 to MAX_TOKENS (more than any real session), else None."""
+    return value if type(value) is int and 0 <= value <= MAX_TOKENS else None
 
 
 def _dollars(value) -> float | None:
-    """A cost in dollars: a finite number, 0 or more, else None (orjson never reads NaN)."""
-    if (type(value) is int and 0 <= value <= INT64_MAX) or (type(value) is float and 0.0 <= value < float("inf")):
+    """A cost in dollars: a number from 0 to MAX_DOLLARS (more than any real answer), else None
+    (orjson never reads NaN; an infinite number is above the bound)."""
+    if (type(value) is int or type(value) is float) and 0 <= value <= MAX_DOLLARS:
         return float(value)
     return None
 

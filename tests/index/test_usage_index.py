@@ -228,6 +228,33 @@ def test_readable_figures_beside_unreadable_ones_are_kept():
     assert entry.usage.output_tokens is None
 
 
+def test_a_figure_no_real_session_reaches_is_dropped_and_real_large_figures_are_kept():
+    absurd = {"input": 2**62, "output": journal.MAX_TOKENS + 1, "cacheRead": 2**63 - 1, "cost": {"total": 1.7e308}}
+    entry = journal.parse_line(assistant_line(model="gpt-5", usage=absurd), 2)
+    assert entry.text == "the heron answer" and entry.usage.model == "gpt-5"
+    assert (entry.usage.input_tokens, entry.usage.output_tokens, entry.usage.cache_read_tokens) == (None,) * 3
+    assert entry.usage.cost is None
+    large = {"input": 2_000_000, "output": 128_000, "cacheRead": 10_000_000, "cost": {"total": 950.5}}
+    kept = journal.parse_line(assistant_line(usage=large), 2).usage
+    assert (kept.input_tokens, kept.output_tokens, kept.cache_read_tokens, kept.cost) == (2_000_000, 128_000, 10**7, 950.5)
+
+
+def test_sums_of_figures_at_the_column_limit_never_overflow(conn, locations, history):
+    a, b = history
+    conn.execute(  # an integer SQLite's sum() overflows on, and the largest cost indexing keeps
+        "UPDATE entries SET input_tokens = 9223372036854775807, cost = ? WHERE kind = 'assistant'",
+        (journal.MAX_DOLLARS,),
+    )
+    conn.commit()
+    row = conn.execute("SELECT input_tokens, cost FROM sessions WHERE session_id = ?", (a.session_id,)).fetchone()
+    assert row[0] > 0 and row[1] < float("inf")
+    runner = CliRunner()
+    for args in (["usage", "--json"], ["sessions", "--json"]):
+        result = runner.invoke(cli, [*args, "--no-index"])
+        assert result.exit_code == 0, result.output
+        assert "Infinity" not in result.output and "overflow" not in result.output
+
+
 def test_a_number_json_cannot_hold_still_makes_the_line_malformed():
     line = assistant_line(usage={"input": 1, "cost": {"total": 0.5}}).replace(b"0.5", b"NaN")
     with pytest.raises(journal.Malformed):
