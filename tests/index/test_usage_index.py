@@ -236,7 +236,12 @@ def test_a_figure_no_real_session_reaches_is_dropped_and_real_large_figures_are_
     assert entry.usage.cost is None
     large = {"input": 2_000_000, "output": 128_000, "cacheRead": 10_000_000, "cost": {"total": 950.5}}
     kept = journal.parse_line(assistant_line(usage=large), 2).usage
-    assert (kept.input_tokens, kept.output_tokens, kept.cache_read_tokens, kept.cost) == (2_000_000, 128_000, 10**7, 950.5)
+    assert (kept.input_tokens, kept.output_tokens, kept.cache_read_tokens, kept.cost) == (
+        2_000_000,
+        128_000,
+        10**7,
+        950.5,
+    )
 
 
 def test_sums_of_figures_at_the_column_limit_never_overflow(conn, locations, history):
@@ -279,8 +284,15 @@ def test_text_beside_figures_no_column_holds_stays_searchable(conn, locations, n
     j = new_journal("Apps/prjct")
     j.user("an ordinary question")
     j.write_line(
-        {"type": "compaction", "id": "c0ffee01", "parentId": j.last_id, "timestamp": j.tick(),
-         "summary": "the quetzal summary survives", "firstKeptEntryId": j.last_id, "tokensBefore": 2**63}
+        {
+            "type": "compaction",
+            "id": "c0ffee01",
+            "parentId": j.last_id,
+            "timestamp": j.tick(),
+            "summary": "the quetzal summary survives",
+            "firstKeptEntryId": j.last_id,
+            "tokensBefore": 2**63,
+        }
     )
     answer = j.assistant("the quetzal answer survives", usage=usage(10, 2, 0.125))
     text = j.path.read_bytes().replace(b'"total":0.125', b'"total":1e400')

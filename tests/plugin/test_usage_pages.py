@@ -519,9 +519,7 @@ FIGURE_SURFACES = (
 
 
 @pytest.mark.asyncio
-async def test_figures_no_session_reaches_are_dropped_and_every_figure_surface_answers(
-    locations, conn, new_journal
-):
+async def test_figures_no_session_reaches_are_dropped_and_every_figure_surface_answers(locations, conn, new_journal):
     hostile, ordinary = _write_overflowing_session(new_journal)
     runner = CliRunner()
     for rebuilt in (False, True):
