@@ -15,8 +15,10 @@ R = random.Random(2704)
 
 
 def key() -> str:
-    return "".join(R.choice(ALNUM) for _ in range(8)) + "".join(R.choice("0123456789") for _ in range(4)) + "".join(
-        R.choice(ALNUM) for _ in range(12)
+    return (
+        "".join(R.choice(ALNUM) for _ in range(8))
+        + "".join(R.choice("0123456789") for _ in range(4))
+        + "".join(R.choice(ALNUM) for _ in range(12))
     )
 
 
