@@ -23,8 +23,9 @@ def calls(conn, locations, new_journal, home):
     edit = j.assistant(
         tool_calls=[("edit", {"path": "src/app.py", "edits": [{"oldText": "frobnicate()", "newText": "defrost()"}]})]
     )
+    lookup = j.assistant(tool_calls=[("docs_lookup", {"filter": {"language": "haskell", "limit": 5}})])
     index_all(conn, locations)
-    return {"asked": asked, "bash": bash, "edit": edit, "cwd": str(home / "Apps/prjct")}
+    return {"asked": asked, "bash": bash, "edit": edit, "lookup": lookup, "cwd": str(home / "Apps/prjct")}
 
 
 def test_an_argument_name_is_not_a_term(conn, locations, calls):
@@ -41,9 +42,12 @@ def test_an_argument_value_is_a_term(conn, locations, calls):
 
 
 def test_the_keys_of_an_argument_object_are_not_terms(conn, locations, calls):
-    for key in ("oldtext", "newtext"):
+    for key in ("oldtext", "newtext", "language", "filter"):
         assert ids(query.search(conn, locations, key, cwd=calls["cwd"])) == []
     assert ids(query.search(conn, locations, "defrost", cwd=calls["cwd"])) == [calls["edit"]]
+    hit = query.search(conn, locations, "haskell", cwd=calls["cwd"])["results"][0]
+    assert hit["id"] == calls["lookup"] and "haskell" in hit["excerpt"]
+    assert "language" not in hit["excerpt"] and "filter" not in hit["excerpt"]
 
 
 def test_an_excerpt_shows_a_calls_values_without_its_argument_names(conn, locations, calls):
@@ -52,7 +56,7 @@ def test_an_excerpt_shows_a_calls_values_without_its_argument_names(conn, locati
     assert "command:" not in hit["excerpt"] and "timeout" not in hit["excerpt"]
     edit = query.search(conn, locations, "frobnicate", cwd=calls["cwd"])["results"][0]
     assert "frobnicate()" in edit["excerpt"] and "defrost()" in edit["excerpt"]
-    assert "oldText" not in edit["excerpt"] and "edits:" not in edit["excerpt"]
+    assert "oldText" not in edit["excerpt"] and "newText" not in edit["excerpt"]
 
 
 def test_a_secret_named_only_by_its_argument_stays_masked(conn, locations, new_journal, home):
