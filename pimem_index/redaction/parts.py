@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pimem_index.redaction.engine import context_of, redact, redact_part
+from pimem_index.redaction.driver import context_of, redact, redact_part
 
 
 def redact_without(text: str, cuts: Sequence[tuple[int, int]], start: int = 0, end: int | None = None) -> str:
