@@ -18,7 +18,9 @@ from pimem_index import db
 from pimem_index.errors import UserError
 from pimem_index.locations import Locations
 
-SCHEMA_VERSION = 7  # 7: this release's changes (edits, forks, ids, terms, narrow usage figures); 6: usage figures, tool_calls
+SCHEMA_VERSION = (
+    7  # 7: this release's changes (edits, forks, ids, terms, narrow usage figures); 6: usage figures, tool_calls
+)
 FTS_HASHSIZE = 16 * 1024 * 1024
 # The term index's options, shared with the benchmark's floor. detail=none keeps which entries
 # hold a term and nothing else: no positions (no query needs them; excerpts come from the
@@ -58,6 +60,8 @@ CREATE TABLE IF NOT EXISTS files (
 );
 CREATE INDEX IF NOT EXISTS files_cwd ON files(cwd);
 CREATE INDEX IF NOT EXISTS files_session_id ON files(session_id);
+-- A fork's or a clone's parent journal (Pi's parentSession path): what finds a session's forks.
+CREATE INDEX IF NOT EXISTS files_parent_session ON files(parent_session);
 CREATE TABLE IF NOT EXISTS entries (
     rowid INTEGER PRIMARY KEY,
     file_id INTEGER NOT NULL REFERENCES files(id),
