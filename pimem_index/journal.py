@@ -42,6 +42,11 @@ _CANONICAL_TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 # orjson reads integers from -2**63 to 2**64 - 1 and larger ones as floats; the fallback does the same.
 _UINT64_END = 1 << 64
+# Figures no real session reaches (an answer's tokens: a thousand times the largest context window;
+# its cost: a million dollars) are dropped like unreadable ones, so no sum of them overflows in practice
+# (and the sums use SQL's total() besides, which never does).
+MAX_TOKENS = 1 << 40  # about 1.1e12
+MAX_DOLLARS = 1e6
 
 
 @dataclass(slots=True)
@@ -137,14 +142,15 @@ def loads(line: bytes) -> dict:
 
 
 def _loads_leniently(line: bytes):
-    """The standard library's reading of a line orjson refused, for its strings' sake only: what
-    orjson refuses besides (nesting deeper than it reads, NaN, 1e400) stays malformed."""
+    """The standard library's reading of a line orjson refused, for its strings' sake and for numbers
+    no float holds (`1e400` is JSON: it reads as infinite, which every figure drops and no other field
+    takes); what else orjson refuses (nesting deeper than it reads, NaN, Infinity) stays malformed."""
     try:
         return _clean(
             json.loads(
                 line.decode("utf-8", "replace"),
                 parse_constant=_no_constant,
-                parse_float=_finite_float,
+                parse_float=float,
                 parse_int=_int_as_orjson_reads_it,
             )
         )
@@ -156,16 +162,9 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not JSON")
 
 
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if value - value != 0.0:  # inf or nan
-        raise ValueError(f"number out of range: {text[:20]}")
-    return value
-
-
 def _int_as_orjson_reads_it(text: str):
     value = int(text)
-    return value if INT64_MIN <= value < _UINT64_END else _finite_float(text)
+    return value if INT64_MIN <= value < _UINT64_END else float(text)
 
 
 def _clean(value):
@@ -191,7 +190,7 @@ def interpret(obj: dict, lineno: int) -> Header | SessionName | Entry | None:
         return _message_entry(obj, lineno)
     if kind == "compaction":
         return _entry(
-            obj, lineno, "compaction", _str(obj.get("summary")), tokens_before=_int64(obj.get("tokensBefore"))
+            obj, lineno, "compaction", _str(obj.get("summary")), tokens_before=_count(obj.get("tokensBefore"))
         )
     if kind == "branch_summary":
         return _entry(obj, lineno, "branch_summary", _str(obj.get("summary")))
@@ -303,13 +302,13 @@ def assistant_usage(message: dict, calls: tuple[ToolCall, ...] = ()) -> Usage:
     if type(usage) is dict:
         uget = usage.get
         inp, out, cache_read, cache_write = uget("input"), uget("output"), uget("cacheRead"), uget("cacheWrite")
-        if not (type(inp) is int and 0 <= inp <= INT64_MAX):
+        if not (type(inp) is int and 0 <= inp <= MAX_TOKENS):
             inp = None
-        if not (type(out) is int and 0 <= out <= INT64_MAX):
+        if not (type(out) is int and 0 <= out <= MAX_TOKENS):
             out = None
-        if not (type(cache_read) is int and 0 <= cache_read <= INT64_MAX):
+        if not (type(cache_read) is int and 0 <= cache_read <= MAX_TOKENS):
             cache_read = None
-        if not (type(cache_write) is int and 0 <= cache_write <= INT64_MAX):
+        if not (type(cache_write) is int and 0 <= cache_write <= MAX_TOKENS):
             cache_write = None
         money = uget("cost")
         cost = _dollars(money.get("total")) if type(money) is dict else None
@@ -382,17 +381,64 @@ def blocks_text(content) -> tuple[str, tuple[ToolCall, ...]]:
 
 
 def tool_call_text(name: str, arguments) -> str:
-    """A tool call as readable text: the name, then each argument as `key: value`."""
-    lines = [name]
+    """A tool call as readable text: the name, then each argument as `key: value` (argument_lines)."""
+    return "\n".join(
+        [name, *(f"{key}: {shown}" if key is not None else shown for key, shown in argument_lines(name, arguments))]
+    )
+
+
+def argument_lines(name: str, arguments) -> list[tuple[str | None, str]]:
+    """A tool call's arguments as (key, value shown) pairs, in order: a string as it is, anything else
+    as compact JSON; an edit's replacements (`edit_replacements`, whatever shape the model sent) as an
+    `oldText` and a `newText` pair each, never as JSON. Arguments that are not an object are one pair
+    without a key."""
     if isinstance(arguments, dict):
+        pairs: list[tuple[str | None, str]] = []
         for key, value in arguments.items():
-            if isinstance(value, str):
-                lines.append(f"{key}: {value}")
-            else:
-                lines.append(f"{key}: {_json_text(value)}")
-    elif arguments is not None:
-        lines.append(_json_text(arguments) if not isinstance(arguments, str) else arguments)
-    return "\n".join(lines)
+            if key == "edits" and name == EDIT_TOOL:
+                replacements = edit_replacements(value)
+                if replacements is not None:
+                    for r in replacements:
+                        pairs += (("oldText", r.old), ("newText", r.new))
+                    continue
+            pairs.append((key, value if isinstance(value, str) else _json_text(value)))
+        return pairs
+    if arguments is not None:
+        return [(None, _json_text(arguments) if not isinstance(arguments, str) else arguments)]
+    return []
+
+
+EDIT_TOOL = "edit"
+
+
+class Replacement(NamedTuple):
+    """One replacement of an edit call: the text it looked for and the text it put there."""
+
+    old: str
+    new: str
+
+
+def edit_replacements(edits) -> list[Replacement] | None:
+    """The replacements an edit call's `edits` argument holds: Pi 0.73's list of `{oldText, newText}`,
+    or that list sent by the model as a JSON string (the journal keeps the string). None when it is
+    neither (a malformed string is then shown as the text it is). The legacy shape, `oldText` and
+    `newText` as arguments of their own, needs nothing here: each is already a `key: value` pair."""
+    if isinstance(edits, str):
+        try:
+            edits = orjson.loads(edits)
+        except orjson.JSONDecodeError:
+            return None
+    if type(edits) is not list or not edits:
+        return None
+    found: list[Replacement] = []
+    for item in edits:
+        if type(item) is not dict:
+            return None
+        old, new = item.get("oldText"), item.get("newText")
+        if type(old) is not str or type(new) is not str:
+            return None
+        found.append(Replacement(old, new))
+    return found
 
 
 def _json_text(value) -> str:
@@ -522,20 +568,18 @@ def _assistant_blocks(content) -> tuple[str, list[Block]]:
 
 def _call_shape(block: dict, at: int) -> ToolCallShape:
     """Where a tool call's name and each argument's key and value sit in its text, which starts at
-    `at` (tool_call_text: the name, then a `key: value` line per argument)."""
+    `at` (tool_call_text: the name, then a `key: value` line per pair of `argument_lines`)."""
     name = _str(block.get("name"))
-    arguments = block.get("arguments")
     pos = at + len(name)
     spans: list[tuple[Span, Span]] = []
-    if isinstance(arguments, dict):
-        for key, value in arguments.items():
-            shown = value if isinstance(value, str) else _json_text(value)
-            key_end = pos + 1 + len(key)
-            spans.append((Span(pos + 1, key_end), Span(key_end + 2, key_end + 2 + len(shown))))
-            pos = key_end + 2 + len(shown)
-    elif arguments is not None:
-        shown = arguments if isinstance(arguments, str) else _json_text(arguments)
-        spans.append((Span(pos + 1, pos + 1), Span(pos + 1, pos + 1 + len(shown))))
+    for key, shown in argument_lines(name, block.get("arguments")):
+        if key is None:
+            spans.append((Span(pos + 1, pos + 1), Span(pos + 1, pos + 1 + len(shown))))
+            pos += 1 + len(shown)
+            continue
+        key_end = pos + 1 + len(key)
+        spans.append((Span(pos + 1, key_end), Span(key_end + 2, key_end + 2 + len(shown))))
+        pos = key_end + 2 + len(shown)
     return ToolCallShape(_str_or_none(block.get("id")), Span(at, at + len(name)), spans)
 
 
@@ -666,7 +710,7 @@ def _str_or_none(value) -> str | None:
 
 
 def _int64(value) -> int | None:
-    """An integer we store (tokensBefore, version): one a 64-bit SQLite column holds."""
+    """An integer we store that places a line (a header's version): one a 64-bit SQLite column holds."""
     if value is None or (type(value) is int and INT64_MIN <= value <= INT64_MAX):
         return value
     raise Malformed("an integer field is not an integer a 64-bit column holds")
@@ -681,13 +725,14 @@ def _label(value) -> str | None:
 
 
 def _count(value) -> int | None:
-    """A token count: a whole number from 0 to what a 64-bit column holds, else None."""
-    return value if type(value) is int and 0 <= value <= INT64_MAX else None
+    """A token count: a whole number from 0 to MAX_TOKENS (more than any real session), else None."""
+    return value if type(value) is int and 0 <= value <= MAX_TOKENS else None
 
 
 def _dollars(value) -> float | None:
-    """A cost in dollars: a finite number, 0 or more, else None (orjson never reads NaN)."""
-    if (type(value) is int and 0 <= value <= INT64_MAX) or (type(value) is float and 0.0 <= value < float("inf")):
+    """A cost in dollars: a number from 0 to MAX_DOLLARS (more than any real answer), else None
+    (orjson never reads NaN; an infinite number is above the bound)."""
+    if (type(value) is int or type(value) is float) and 0 <= value <= MAX_DOLLARS:
         return float(value)
     return None
 
