@@ -123,9 +123,11 @@ SELECT
     files.id AS file_id
 FROM files
 LEFT JOIN (
-    SELECT file_id, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
-        sum(cache_read_tokens) AS cache_read_tokens, sum(cache_write_tokens) AS cache_write_tokens,
-        sum(cost) AS cost, group_concat(DISTINCT model) AS models, count(*) AS messages
+    SELECT file_id, CAST(total(input_tokens) AS INTEGER) AS input_tokens,
+        CAST(total(output_tokens) AS INTEGER) AS output_tokens,
+        CAST(total(cache_read_tokens) AS INTEGER) AS cache_read_tokens,
+        CAST(total(cache_write_tokens) AS INTEGER) AS cache_write_tokens,
+        total(cost) AS cost, group_concat(DISTINCT model) AS models, count(*) AS messages
     FROM entries WHERE kind = 'assistant' GROUP BY file_id
 ) u ON u.file_id = files.id
 LEFT JOIN (
