@@ -129,7 +129,7 @@ async def render(datasette, request, template: str, context: dict, status: int =
         "short_path": html.short_path,
     }
     body = await datasette.render_template(template, {**base, **context}, request=request)
-    return Response.html(body, status=status, headers={"cache-control": "no-store"})
+    return Response.html(body, status=status, headers={"cache-control": "no-store", **html.PAGE_HEADERS})
 
 
 def _urls(datasette) -> dict:
