@@ -485,3 +485,27 @@ def test_an_iso_timestamp_out_of_range_once_in_utc_is_no_timestamp_not_an_error(
 def test_json_that_is_not_an_object_is_malformed(raw_line):
     with pytest.raises(journal.Malformed):
         journal.parse_line(raw_line, 2)
+
+
+def test_an_entrys_labels_are_exactly_its_tool_calls_argument_names(tmp_path):
+    from support.real_pi import copy_corpus
+
+    corpus = copy_corpus(tmp_path)
+    seen = 0
+    for path in sorted(corpus.sessions.rglob("*.jsonl")):
+        for n, line in enumerate(path.read_bytes().splitlines(), 1):
+            item = journal.parse_line(line, n)
+            if not isinstance(item, journal.Entry) or not item.usage.calls:
+                assert not getattr(item, "labels", ())
+                continue
+            message = json.loads(line)["message"]
+            names = [
+                f"{key}: "
+                for block in message["content"]
+                if block.get("type") == "toolCall"
+                for key, _ in journal.argument_lines(block["name"], block.get("arguments"))
+                if key is not None
+            ]
+            assert [item.text[a:z] for a, z in item.labels] == names
+            seen += len(names)
+    assert seen > 20

@@ -26,6 +26,7 @@ from pimem_index.search.reread import (
     entry_json,
     excerpt,
     reread,
+    reread_entry,
     select_entries,
     unavailable_reason,
     unavailable_text,
@@ -180,9 +181,19 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
 def _page_of_ranked(conn, locations: Locations, request: SearchRequest, sc: Scope, scored: list, reply: dict) -> bool:
     """The request's page of the ranked candidates into `reply` (results, folded, phrases), with
     repeats folded outside a session search (a session search shows each); whether more remain."""
+    labels: dict[int, tuple[tuple[int, int], ...]] = {}  # the labels of each entry read (its rowid)
+
+    def text_of(row: EntryRow) -> str | None:
+        entry = reread_entry(conn, row, locations)
+        if entry is None:
+            return None
+        if entry.labels:
+            labels[row.rowid] = entry.labels
+        return entry.text
+
     found = results.page(
         scored,
-        lambda row: reread(conn, row, locations),
+        text_of,
         redact,
         offset=request.offset,
         limit=request.limit,
@@ -192,8 +203,9 @@ def _page_of_ranked(conn, locations: Locations, request: SearchRequest, sc: Scop
     terms = list(request.terms)
     reply["results"] = []
     for hit in found.hits:
-        text = hit.text if hit.read else reread(conn, hit.row, locations)
-        reply["results"].append({**_hit_json(locations, hit.row, hit.score, terms, text), "folded": hit.folded})
+        text = hit.text if hit.read else text_of(hit.row)
+        hit_json = _hit_json(locations, hit.row, hit.score, terms, text, labels.get(hit.row.rowid, ()))
+        reply["results"].append({**hit_json, "folded": hit.folded})
     reply["folded"] = sum(hit.folded for hit in found.hits)
     if request.phrases:
         reply["phrases"] = _phrases_json(request.phrases, found)
@@ -433,18 +445,27 @@ def _epoch(ts: str) -> float:
 
 
 def _hit(conn, locations: Locations, row: EntryRow, score: float | None, terms: list[str]) -> dict:
-    return _hit_json(locations, row, score, terms, reread(conn, row, locations))
+    entry = reread_entry(conn, row, locations)
+    return _hit_json(locations, row, score, terms, entry.text if entry else None, entry.labels if entry else ())
 
 
-def _hit_json(locations: Locations, row: EntryRow, score: float | None, terms: list[str], text: str | None) -> dict:
-    """A hit's keys: the entry's, its excerpt from its reread `text` (None: unavailable) and its score."""
+def _hit_json(
+    locations: Locations,
+    row: EntryRow,
+    score: float | None,
+    terms: list[str],
+    text: str | None,
+    labels: tuple[tuple[int, int], ...] = (),
+) -> dict:
+    """A hit's keys: the entry's, its excerpt from its reread `text` (None: unavailable) without its
+    `labels`, and its score."""
     hit = entry_json(row)
     if text is None:
         hit["reason"] = unavailable_reason(row, locations)
         hit["excerpt"] = unavailable_text(hit["reason"])
         hit["stale"] = True
     else:
-        hit["excerpt"] = excerpt(text, terms)
+        hit["excerpt"] = excerpt(text, terms, labels=labels)
     hit["score"] = float(f"{score:.6g}") if score is not None else None
     return hit
 

@@ -19,6 +19,7 @@ from typing import NamedTuple
 from pimem_index import db, journal, store
 from pimem_index.locations import Locations
 from pimem_index.redaction import redact, redact_part
+from pimem_index.redaction.parts import redact_without
 from pimem_index.search import wordforms
 
 EXCERPT_CHARS = 300
@@ -87,6 +88,12 @@ def reread(conn: db.Connection, row: EntryRow, locations: Locations) -> str | No
     return checked[1].text if checked else None
 
 
+def reread_entry(conn: db.Connection, row: EntryRow, locations: Locations) -> journal.Entry | None:
+    """The entry `reread` reads, as the journal module reads it (its text and labels, unredacted)."""
+    checked = _checked_line(conn, row, locations)
+    return checked[1] if checked else None
+
+
 def reread_shape(conn: db.Connection, row: EntryRow, locations: Locations) -> journal.Shape | None:
     """The entry's line read as `reread` reads it, with its structure (blocks, tool call ids, exit
     status: journal.shape); unredacted, None when the line is not the entry."""
@@ -142,15 +149,17 @@ def _queue_reindex(conn, file_id: int) -> None:
         pass  # read-only or busy: the next pass's fingerprint checks find the change anyway
 
 
-def excerpt(text: str, terms: list[str], width: int = EXCERPT_CHARS) -> str:
-    """Redacted text around the first matching term, on one line, at most about `width` characters."""
+def excerpt(text: str, terms: list[str], width: int = EXCERPT_CHARS, labels: Sequence[tuple[int, int]] = ()) -> str:
+    """Redacted text around the first matching term, on one line, at most about `width` characters;
+    the entry's `labels` (journal.Entry.labels: argument names) are left out, as from its terms."""
     if len(text) > WHOLE_REDACT_CHARS:
         pos = _first_term(text, terms)
         start = text.rfind("\n", 0, max(0, pos - EXCERPT_WINDOW // 2)) + 1
         end = text.find("\n", pos + EXCERPT_WINDOW // 2)
-        clean = redact_part(text, start, len(text) if end < 0 else end)
+        end = len(text) if end < 0 else end
+        clean = redact_without(text, labels, start, end) if labels else redact_part(text, start, end)
     else:
-        clean = redact(text)
+        clean = redact_without(text, labels) if labels else redact(text)
     pos = _first_term(clean, terms) if terms else 0
     lead = width // 3 if terms else 0
     start = max(0, pos - lead)
