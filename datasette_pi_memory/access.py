@@ -3,7 +3,8 @@ scope, write it never.
 
 The index holds every journal's paths, cwds, session names and search terms; only actors
 allowed pi-memory-read whose cap is global (root, or everyone under `max_scope: global`) see it,
-whatever else the configuration allows, and only pimem's indexer writes it. Other databases on the same Datasette are left to their own rules.
+whatever else the configuration allows, and only pimem's indexer writes it. Other databases on
+the same Datasette are left to their own rules.
 """
 
 from __future__ import annotations
