@@ -17,6 +17,7 @@ from pimem_index import db, journal
 from pimem_index.errors import Arg, UserError
 from pimem_index.locations import Locations
 from pimem_index.redaction import context_of, redact, redact_part
+from pimem_index.search import session_info
 from pimem_index.search.reread import (
     JOURNAL_HEAD_COLUMNS,
     EntryRow,
@@ -305,7 +306,7 @@ def _excerpt(conn, locations, tree: Tree, eid: str) -> str | None:
         return None
     span = next((b.span for b in shape.blocks if b.kind == "text"), journal.Span(0, len(shape.text)))
     end = min(span.end, span.start + EXCERPT_CHARS * 4)
-    return browse.one_line(redact_part(shape.text, span.start, end), EXCERPT_CHARS)
+    return session_info.one_line(redact_part(shape.text, span.start, end), EXCERPT_CHARS)
 
 
 # ---- tool calls and their results ---------------------------------------------------------------------
