@@ -26,6 +26,8 @@ ACTION_ABBR = "pmr"
 AGENT_ID = "pi-agent"
 DEFAULT_DATABASE = "history"
 WORKER_THREADS = 4
+# Threads that build and render session pages, apart from the API's: a slow page never delays a search.
+PAGE_THREADS = 2
 
 logger = logging.getLogger("datasette_pi_memory")
 _states: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -109,6 +111,7 @@ class PiMemory:
     def __init__(self, datasette):
         self.settings = settings_for(datasette)
         self.executor = ThreadPoolExecutor(max_workers=WORKER_THREADS, thread_name_prefix="pi-memory")
+        self.pages = ThreadPoolExecutor(max_workers=PAGE_THREADS, thread_name_prefix="pi-memory-pages")
         self._local = threading.local()
         self._connections: list = []
         self._conn_lock = threading.Lock()
@@ -167,12 +170,18 @@ class PiMemory:
 
     async def run(self, fn, *args, **kwargs):
         """Run fn(conn, *args, **kwargs) on a worker thread with that thread's connection."""
+        return await self._on(self.executor, fn, *args, **kwargs)
 
+    async def run_page(self, fn, *args, **kwargs):
+        """Run fn(conn, *args, **kwargs) on a page thread (PAGE_THREADS), never one the API's queries use."""
+        return await self._on(self.pages, fn, *args, **kwargs)
+
+    async def _on(self, executor: ThreadPoolExecutor, fn, *args, **kwargs):
         def call():
             return fn(self.connection(), *args, **kwargs)
 
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, functools.partial(call))
+        return await loop.run_in_executor(executor, functools.partial(call))
 
     def max_scope_for(self, actor: dict | None) -> str:
         """The widest scope this actor may ask for: root global, the agent and others as configured."""
@@ -201,6 +210,7 @@ class PiMemory:
 
     def close(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
+        self.pages.shutdown(wait=False, cancel_futures=True)
         with self._conn_lock:
             for conn in self._connections:
                 try:

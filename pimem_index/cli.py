@@ -574,14 +574,15 @@ def _show_results(data: dict, query_text: str | None, as_json: bool) -> None:
         click.secho(data["indexing"]["note"], fg="yellow")
     terms = query_terms(query_text)
     for hit in data["results"]:
+        session = _session_of(data, hit)
         click.echo()
         when = _local_time(hit["timestamp"])
         what = hit["kind"] + (f" ({hit['tool']})" if hit.get("tool") else "")
-        click.echo(f"{click.style(when, fg='cyan')}  {what}  {hit['cwd'] or ''}")
-        click.echo(f"  id {hit['id']}  session {hit['session_id']}")
+        click.echo(f"{click.style(when, fg='cyan')}  {what}  {session.get('cwd') or ''}")
+        click.echo(f"  id {hit['id']}  session {session.get('short_id') or hit['session_id']}")
         click.echo("  " + _mark(hit["excerpt"], terms))
         if hit.get("folded"):
-            click.echo(f"  {_folded_line(hit, data['action'], query_text)}")
+            click.echo(f"  {_folded_line(hit, session, data['action'], query_text)}")
     if data.get("next_offset") is not None:
         click.echo()
         click.secho(f"[more results: --offset {data['next_offset']}]", fg="yellow")
@@ -599,12 +600,17 @@ def _elsewhere_lines(data: dict) -> list[str]:
     ]
 
 
-def _folded_line(hit: dict, action: str, query_text: str | None) -> str:
+def _session_of(data: dict, entry: dict) -> dict:
+    """What the reply's `sessions` map says of the entry's session (its short id, folder, journal)."""
+    return data.get("sessions", {}).get(entry["session_id"]) or {}
+
+
+def _folded_line(hit: dict, session: dict, action: str, query_text: str | None) -> str:
     """`and 17 more like it in this session (see them: pimem search ... --session ID)`; `action` is
     the command that found the hit (search or summaries)."""
     import shlex
 
-    command = f"pimem {action} {shlex.quote(query_text or '')} --session {hit['session_id']}"
+    command = f"pimem {action} {shlex.quote(query_text or '')} --session {session.get('short_id') or hit['session_id']}"
     return f"and {hit['folded']:,} more like it in this session (see them: {command})"
 
 
@@ -653,8 +659,9 @@ def read(locations: Locations, entry_id, as_json, no_index, **options):
     status_ = data["status"]
     if status_ == "ok":
         e = data["entry"]
-        click.secho(f"{e['kind']} {e['id']}  {_local_time(e['timestamp'])}  {e['cwd'] or ''}", bold=True)
-        click.echo(f"session {e['session_id']}  journal {e['journal']}")
+        session = _session_of(data, e)
+        click.secho(f"{e['kind']} {e['id']}  {_local_time(e['timestamp'])}  {session.get('cwd') or ''}", bold=True)
+        click.echo(f"session {e['session_id']}  journal {session.get('journal') or '?'}")
         click.echo()
         click.echo(data["text"])
         if data["next_offset"] is not None:

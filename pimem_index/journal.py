@@ -568,7 +568,7 @@ class Block:
 class Shape:
     """What an entry line says beyond its text, for a page: its text (as indexed) cut into blocks,
     a tool result's call id and error flag, a bash run's command, output and exit, an assistant's
-    model and stop reason."""
+    model and stop reason, the diff Pi recorded in a tool result's `details.diff` (an edit's)."""
 
     text: str
     blocks: list[Block]
@@ -580,6 +580,7 @@ class Shape:
     exit_code: int | None = None
     cancelled: bool = False
     truncated: bool = False
+    diff: str | None = None
 
 
 def shape(obj: dict, entry: Entry) -> Shape:
@@ -600,7 +601,15 @@ def shape(obj: dict, entry: Entry) -> Shape:
         )
     if entry.kind == "tool_result":
         call_id = _str_or_none(message.get("toolCallId"))
-        return Shape(entry.text, whole, call_id=call_id, is_error=_flag(message.get("isError")))
+        details = message.get("details")
+        recorded = details.get("diff") if type(details) is dict else None
+        return Shape(
+            entry.text,
+            whole,
+            call_id=call_id,
+            is_error=_flag(message.get("isError")),
+            diff=recorded if type(recorded) is str and recorded else None,
+        )
     if entry.kind == "bash":
         command = _str(message.get("command"))
         blocks = [Block("command", Span(2, 2 + len(command)))]

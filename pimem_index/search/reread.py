@@ -60,7 +60,8 @@ def select_entries(conn: db.Connection, where: str, params: Sequence = ()) -> li
 
 
 def entry_json(row: EntryRow) -> dict:
-    """The contract's entry keys (and a few more) from an entry's row."""
+    """The contract's entry keys (and a few more) from an entry's row; what belongs to its session (cwd,
+    journal) is in the reply's `sessions` map (`session_info`)."""
     data = {
         "id": row.id,
         "session_id": row.session_id,
@@ -68,8 +69,6 @@ def entry_json(row: EntryRow) -> dict:
         "kind": row.kind,
         "role": row.role,
         "tool": row.tool,
-        "cwd": row.cwd,
-        "journal": row.path,
         "chars": row.chars,
     }
     if row.kind == "compaction":

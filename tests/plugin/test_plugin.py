@@ -226,8 +226,9 @@ async def test_agent_max_scope_session_is_configurable(locations, world, token):
 async def test_replies_have_the_contract_shapes(ds, world, token):
     search = (await ds.client.get(api_path("search", world), **bearer(token))).json()
     assert search["action"] == "search" and search["scope"] == "project" and search["match"] == "all"
-    keys = {"id", "session_id", "timestamp", "kind", "role", "tool", "cwd", "journal", "excerpt", "score"}
+    keys = {"id", "session_id", "timestamp", "kind", "role", "tool", "excerpt", "score"}
     assert all(keys <= set(hit) for hit in search["results"])
+    assert all(search["sessions"][hit["session_id"]]["cwd"] for hit in search["results"])
     assert search["indexing"]["complete"] is True
     read = (await ds.client.get(api_path("read", world), **bearer(token))).json()
     assert read["status"] == "ok" and HERON in read["text"]
