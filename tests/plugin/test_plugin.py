@@ -534,8 +534,8 @@ async def test_empty_pi_folder_page_says_what_to_do(locations, conn):
     res = await datasette.client.get("/-/pi-memory", actor=ROOT)
     assert res.status_code == 200
     assert "No Pi session journals found yet" in res.text and "Run Pi once" in res.text
-    assert "pimem serve --background --sessions-dir DIR" in res.text and "restart with" not in res.text
-    assert "--sessions-dir" in res.text and "(missing)" in res.text
+    assert "pimem folders add DIR" in res.text and "(missing)" in res.text
+    assert "--sessions-dir" not in res.text and "8001" not in res.text and "restart with" not in res.text
     status = await datasette.client.get("/-/pi-memory/api/status", actor=ROOT)
     assert status.json()["journals_total"] == 0
     await datasette.invoke_shutdown()
