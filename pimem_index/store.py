@@ -59,6 +59,8 @@ CREATE TABLE IF NOT EXISTS files (
 );
 CREATE INDEX IF NOT EXISTS files_cwd ON files(cwd);
 CREATE INDEX IF NOT EXISTS files_session_id ON files(session_id);
+-- A fork's or a clone's parent journal (Pi's parentSession path): what finds a session's forks.
+CREATE INDEX IF NOT EXISTS files_parent_session ON files(parent_session);
 CREATE TABLE IF NOT EXISTS entries (
     rowid INTEGER PRIMARY KEY,
     file_id INTEGER NOT NULL REFERENCES files(id),

@@ -18,7 +18,7 @@ from pimem_index import db, store
 from pimem_index.errors import Arg, UserError
 from pimem_index.locations import Locations, discover
 from pimem_index.redaction import redact
-from pimem_index.search import results, wordforms
+from pimem_index.search import exchange, results, session_info, wordforms
 from pimem_index.search.request import ReadRequest, SearchRequest, query_terms
 from pimem_index.search.reread import (
     ENTRY_COLUMNS,
@@ -31,7 +31,16 @@ from pimem_index.search.reread import (
     unavailable_reason,
     unavailable_text,
 )
-from pimem_index.search.scope import SCOPES, Scope, allowed, project_root, request_scope, session_of
+from pimem_index.search.scope import (
+    SCOPES,
+    Scope,
+    allowed,
+    project_root,
+    request_scope,
+    session_of,
+    visible_sessions,
+)
+from pimem_index.search.turn import current_turn
 
 CANDIDATES = 400
 PAGE_CHARS = 16_000
@@ -148,6 +157,10 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
     terms, limit = list(request.terms), request.limit
     sc = request_scope(conn, request)
     where, params = _filters(sc, request.since, request.until, list(request.kinds))
+    own = current_turn(conn, request.journal_path)
+    if own:  # the caller's own turn (its memory_context call) is never a hit
+        where += f" AND e.rowid NOT IN ({','.join('?' * len(own))})"
+        params.extend(own)
     reply: dict = {"action": request.action, **sc.as_json()}
     if not terms:
         rows = select_entries(
@@ -172,10 +185,16 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
             reply["hint"] = "no entry has every term; showing entries with any of them"
     reply["offset"] = request.offset
     reply["next_offset"] = request.offset + limit if more else None
+    reply["sessions"] = _sessions(conn, locations, request, [hit["session_id"] for hit in reply["results"]])
     if terms and request.offset == 0 and len(reply["results"]) < limit:
         _say_where_else(conn, request, sc, reply)
     reply["indexing"] = indexing_state(conn, locations)
     return reply
+
+
+def _sessions(conn, locations: Locations, request: SearchRequest | ReadRequest, session_ids: list) -> dict:
+    """The reply's `sessions` map for the sessions its entries belong to, parents only where the cap allows."""
+    return session_info.sessions_map(conn, locations, session_ids, lambda ids: visible_sessions(conn, request, ids))
 
 
 def _page_of_ranked(conn, locations: Locations, request: SearchRequest, sc: Scope, scored: list, reply: dict) -> bool:
@@ -205,6 +224,7 @@ def _page_of_ranked(conn, locations: Locations, request: SearchRequest, sc: Scop
     for hit in found.hits:
         text = hit.text if hit.read else text_of(hit.row)
         hit_json = _hit_json(locations, hit.row, hit.score, terms, text, labels.get(hit.row.rowid, ()))
+        hit_json.update(exchange.call_keys(conn, locations, hit.row))
         reply["results"].append({**hit_json, "folded": hit.folded})
     reply["folded"] = sum(hit.folded for hit in found.hits)
     if request.phrases:
@@ -446,7 +466,8 @@ def _epoch(ts: str) -> float:
 
 def _hit(conn, locations: Locations, row: EntryRow, score: float | None, terms: list[str]) -> dict:
     entry = reread_entry(conn, row, locations)
-    return _hit_json(locations, row, score, terms, entry.text if entry else None, entry.labels if entry else ())
+    hit = _hit_json(locations, row, score, terms, entry.text if entry else None, entry.labels if entry else ())
+    return {**hit, **exchange.call_keys(conn, locations, row)}
 
 
 def _hit_json(
@@ -511,11 +532,13 @@ def read(conn: db.Connection, locations: Locations, request: ReadRequest | str |
         "action": "read",
         "status": "ok",
         **sc.as_json(),
-        "entry": entry_json(row),
+        "entry": {**entry_json(row), **exchange.call_keys(conn, locations, row)},
         "text": clean[offset:end],
         "offset": offset,
         "next_offset": end if end < total else None,
         "total_chars": total,
+        **({"around": exchange.around(conn, locations, row, request.around)} if request.around else {}),
+        "sessions": _sessions(conn, locations, request, [row.session_id]),
     }
 
 

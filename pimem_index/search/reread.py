@@ -60,7 +60,8 @@ def select_entries(conn: db.Connection, where: str, params: Sequence = ()) -> li
 
 
 def entry_json(row: EntryRow) -> dict:
-    """The contract's entry keys (and a few more) from an entry's row."""
+    """The contract's entry keys (and a few more) from an entry's row; what belongs to its session (cwd,
+    journal) is in the reply's `sessions` map (`session_info`)."""
     data = {
         "id": row.id,
         "session_id": row.session_id,
@@ -68,8 +69,6 @@ def entry_json(row: EntryRow) -> dict:
         "kind": row.kind,
         "role": row.role,
         "tool": row.tool,
-        "cwd": row.cwd,
-        "journal": row.path,
         "chars": row.chars,
     }
     if row.kind == "compaction":
@@ -86,6 +85,11 @@ def reread(conn: db.Connection, row: EntryRow, locations: Locations) -> str | No
     """
     checked = _checked_line(conn, row, locations)
     return checked[1].text if checked else None
+
+
+def reread_line(conn: db.Connection, row: EntryRow, locations: Locations) -> tuple[dict, journal.Entry] | None:
+    """The entry's journal line as `reread` reads it: parsed, and as the journal module reads it (unredacted)."""
+    return _checked_line(conn, row, locations)
 
 
 def reread_entry(conn: db.Connection, row: EntryRow, locations: Locations) -> journal.Entry | None:
@@ -131,7 +135,10 @@ def unavailable_reason(row: EntryRow, locations: Locations) -> str:
         return f"the journal {row.path} no longer exists"
     if not locations.contains(path):
         folders = ", ".join(str(d) for d in locations.sessions_dirs)
-        return f"the journal {row.path} is outside the journal folders ({folders}), so it is not read"
+        return (
+            f"the journal {row.path} is outside the journal folders ({folders}), so it is not read; "
+            "add its folder for every command with: pimem folders add DIR"
+        )
     if not os.access(path, os.R_OK):
         return f"the journal {row.path} cannot be read (permission denied)"
     return "the journal line changed since it was indexed; the journal is queued for reindexing"

@@ -135,8 +135,9 @@ def test_pimem_search_catches_up_over_a_hostile_journal(locations, conn, new_jou
     hostile, _kept = hostile_journal(new_journal)
     result = run("search", "capybara", "--scope", "global", "--json")
     assert result.exit_code == 0, result.output
-    hits = json.loads(result.output)["results"]
-    assert [h["journal"] for h in hits] == [str(hostile.path)]
+    reply = json.loads(result.output)
+    hits = reply["results"]
+    assert [reply["sessions"][h["session_id"]]["journal"] for h in hits] == [str(hostile.path)]
     assert "walrus" not in json.dumps(hits) and "huge tokens" not in json.dumps(hits)
 
 
