@@ -8,7 +8,6 @@ from __future__ import annotations
 from datetime import datetime
 
 from pimem_index import db
-from pimem_index.locations import Locations
 from pimem_index.search.reread import select_entries
 
 # At most this many edit and write calls are read for the files list (the rest are counted), and this
@@ -126,7 +125,9 @@ def _seconds(first: str | None, last: str | None) -> int | None:
     if not first or not last:
         return None
     try:
-        delta = datetime.fromisoformat(last.replace("Z", "+00:00")) - datetime.fromisoformat(first.replace("Z", "+00:00"))
+        delta = datetime.fromisoformat(last.replace("Z", "+00:00")) - datetime.fromisoformat(
+            first.replace("Z", "+00:00")
+        )
     except ValueError:
         return None
     return round(delta.total_seconds())
