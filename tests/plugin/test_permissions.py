@@ -381,3 +381,13 @@ async def test_a_table_level_allow_in_the_configuration_does_not_open_the_index(
         assert conn.execute("SELECT count(*) FROM entries WHERE rowid = 1").fetchone()[0] == 1
         root = await ds.client.get("/history/files.json", actor=ROOT)
         assert root.status_code == 200 and ".jsonl" in root.text
+
+
+@pytest.mark.asyncio
+async def test_a_refused_page_says_how_to_get_a_login_link(world, locations):
+    async with running(pimem_serve_datasette(locations)) as ds:
+        for res in await assert_every_page_refuses(ds, world, actor=ALICE):
+            assert "pimem login" in res.text and "one-time link" in res.text
+            assert "the link pimem serve printed" not in res.text
+        root = await ds.client.get("/-/pi-memory", actor=ROOT)
+        assert root.status_code == 200 and "pimem login" not in root.text
