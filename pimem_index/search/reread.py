@@ -101,6 +101,11 @@ def reread_read(conn: db.Connection, row: EntryRow, locations: Locations) -> str
     return f"{shaped.text}\n\n{ending}" if shaped.text else ending
 
 
+def reread_line(conn: db.Connection, row: EntryRow, locations: Locations) -> tuple[dict, journal.Entry] | None:
+    """The entry's journal line as `reread` reads it: parsed, and as the journal module reads it (unredacted)."""
+    return _checked_line(conn, row, locations)
+
+
 def reread_entry(conn: db.Connection, row: EntryRow, locations: Locations) -> journal.Entry | None:
     """The entry `reread` reads, as the journal module reads it (its text and labels, unredacted)."""
     checked = _checked_line(conn, row, locations)
