@@ -146,6 +146,11 @@ def redacted_text(conn: db.Connection, row: EntryRow, locations: Locations) -> s
     return clean
 
 
+def reread_line(conn: db.Connection, row: EntryRow, locations: Locations) -> tuple[dict, journal.Entry] | None:
+    """The entry's journal line as `reread` reads it: parsed, and as the journal module reads it (unredacted)."""
+    return _checked_line(conn, row, locations)
+
+
 def reread_entry(conn: db.Connection, row: EntryRow, locations: Locations) -> journal.Entry | None:
     """The entry `reread` reads, as the journal module reads it (its text and labels, unredacted)."""
     checked = _checked_line(conn, row, locations)
