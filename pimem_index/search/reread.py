@@ -126,7 +126,7 @@ _kept = _Kept()
 
 
 def redacted_text(conn: db.Connection, row: EntryRow, locations: Locations) -> str | None:
-    """The entry's whole text, redacted (what a read pages through), or None as `reread` says.
+    """The entry's whole text as a read shows it (`reread_read`), redacted, or None as `reread` says.
 
     The line is read and its fingerprint checked on every call; only when it is still the line
     read before (the same bytes at the same place) does its redacted text come from memory
@@ -138,12 +138,26 @@ def redacted_text(conn: db.Connection, row: EntryRow, locations: Locations) -> s
         kept = _kept.get(key)
         if kept is not None:
             return kept
-    text = reread(conn, row, locations)
+    text = reread_read(conn, row, locations)
     if text is None:
         return None
     clean = redact(text)
     _kept.put(key, clean)
     return clean
+
+
+def reread_read(conn: db.Connection, row: EntryRow, locations: Locations) -> str | None:
+    """What a read shows of an entry (unredacted): its text, and for an assistant turn that was aborted or
+    failed, how it ended (`[aborted: Request was aborted.]`, as the session page says it); None as `reread`."""
+    if row.kind != "assistant":
+        return reread(conn, row, locations)
+    shaped = reread_shape(conn, row, locations)
+    if shaped is None:
+        return None
+    if shaped.stop_reason not in ("aborted", "error"):
+        return shaped.text
+    ending = f"[{shaped.stop_reason}: {shaped.error_message or 'no reason given'}]"
+    return f"{shaped.text}\n\n{ending}" if shaped.text else ending
 
 
 def reread_line(conn: db.Connection, row: EntryRow, locations: Locations) -> tuple[dict, journal.Entry] | None:
