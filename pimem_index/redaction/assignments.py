@@ -118,7 +118,7 @@ _AUTH_TUPLE_RE = re.compile(
 # a call that sets its first (or second) argument to the next one: os.Setenv("API_KEY", ...),
 # localStorage.setItem(...), define(...), ENV.store(...), setattr(self, "token", ...)
 _SETTER_CALL_RE = re.compile(
-    rb"(?<![a-z0-9_])(?:(?:set|put|store|define)[a-z0-9_]*|[a-z0-9_]*(?:setenv|putenv))"
+    rb"(?:(?<![a-z0-9_])|(?<=\\[nrt]))(?:(?:set|put|store|define)[a-z0-9_]*|[a-z0-9_]*(?:setenv|putenv))"
     rb"[ \t]*\((?:[ \t]*[a-z_][a-z0-9_.]*[ \t]*,)?[ \t]*\\{0,3}[\"']\Z"
 )
 
@@ -399,7 +399,9 @@ def _config_pair(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict
 # Lines where whitespace separates a variable's name from its value
 # ---------------------------------------------------------------------------
 
-_LINE_HEAD_RE = re.compile(rb"(?:\A|\n|\\n)[ \t]*(?P<cmd>set|)\Z")
+# the start of a line or of a command: a line break (maybe escaped), a quote (a JSON string, a shell -c
+# argument), a shell separator, a tag, a key's = or : (command = ..., run: ...)
+_LINE_HEAD_RE = re.compile(rb"(?:\A|\n|\\n|[\"'`;|&>=:])[ \t]*(?P<cmd>set|)\Z")
 _ENV_LINE_VALUE_RE = re.compile(rb"[^\s\"'\\;&|]{1,4096}")
 
 
