@@ -212,15 +212,23 @@ ADVERSARIAL = {
     "session=": lambda r, n: ("_session=" + "a1" * 20 + " ") * (n // 50 + 1),
     "%5f%5f%5fkey=": lambda r, n: ("%5f" * 20 + "key=" + "v" * 20 + " ") * (n // 85 + 1),
     "&quot; runs": lambda r, n: ("password=&quot;" + "a" * 100 + " ") * (n // 116 + 1),
+    # issue 27's forms
+    "base64 of digits, no dot": lambda r, n: "MTIzNDU2Nzg5MDEy" * (n // 16 + 1),
+    "value ; & ) runs": lambda r, n: "password=" + "a;b&c)d" * (n // 7 + 1),
+    "set -gx / ENV lines": lambda r, n: "set -gx API_TOKEN \nENV API_KEY \n" * (n // 32 + 1),
+    "http -a, no pair": lambda r, n: ("http -a " + "x" * 50 + "\n") * (n // 59 + 1),
+    "setter calls, no value": lambda r, n: 'os.Setenv("API_KEY", ' * (n // 21 + 1),
+    "encoded ://, no @": lambda r, n: ("https%3A%2F%2Fuser%3A" + "a" * 40 + " ") * (n // 62 + 1),
 }
 
 
 def _time(fn, *args, repeat: int = 1) -> float:
+    """CPU seconds of the fastest of ``repeat`` calls: on a shared machine wall time swings with the load."""
     best = float("inf")
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         fn(*args)
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, time.process_time() - t0)
     return best
 
 
@@ -359,7 +367,8 @@ def main() -> int:
     if not (args.quick or args.no_docs):
         figures = "\n".join(
             [
-                f"Run {time.strftime('%Y-%m-%d %H:%M %z')}: {mb:.1f} MB of realistic text, {len(entries)} entries.",
+                f"Run {time.strftime('%Y-%m-%d %H:%M %z')}: {mb:.1f} MB of realistic text, {len(entries)} entries; "
+                "CPU time (one core).",
                 "",
                 "| figure | value |",
                 "|---|---|",
