@@ -88,7 +88,8 @@ async def api_not_found(datasette, request):
 async def ensure_pages_allowed(datasette, request) -> None:
     if not await allowed(datasette, request):
         raise Forbidden(
-            f"Reading Pi journals needs the {ACTION} permission: log in as root with the link pimem serve printed"
+            f"Reading Pi journals needs the {ACTION} permission: log in as root with a one-time link "
+            "from pimem login (run it where pimem serve runs)"
         )
     refusal = state(datasette).page_refusal(request.actor)
     if refusal:
@@ -315,6 +316,8 @@ def _session_view(conn, locations, session_id: str, params: dict, template, help
     if data is None or params["entry"]:
         return data, None, None
     figures = _session_figures(conn, session_id)
+    if figures is not None and data["branch_figures"] is not None:
+        figures = {**figures, **data["branch_figures"]}  # the branch shown, not the whole session
     body = template.render({**helpers, "session": data, "figures": figures})
     return data, figures, Markup(body)
 
