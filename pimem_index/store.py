@@ -165,15 +165,14 @@ CREATE TABLE IF NOT EXISTS journal_errors (
 
 # The entries table's own indexes, apart from the schema: a cold bulk build creates them once its
 # rows are in (one sort each) instead of updating them row by row (create_entry_indexes).
+# No index copies the usage figures: usage and the sessions view scan the entries table (one pass,
+# about 1.1-1.4x the CPU of a covering index's, for 0.6% of the journals' size less; docs/performance.md).
 ENTRY_INDEXES = {
     "entries_file_offset": "CREATE INDEX IF NOT EXISTS entries_file_offset ON entries(file_id, offset)",
     "entries_id": "CREATE INDEX IF NOT EXISTS entries_id ON entries(id)",
     "entries_timestamp": "CREATE INDEX IF NOT EXISTS entries_timestamp ON entries(timestamp)",
     "entries_summaries": "CREATE INDEX IF NOT EXISTS entries_summaries ON entries(timestamp) "
     "WHERE kind IN ('compaction', 'branch_summary')",
-    # Usage figures and the sessions view read assistant entries from this alone (it covers them).
-    "entries_usage": "CREATE INDEX IF NOT EXISTS entries_usage ON entries(file_id, timestamp, model, "
-    "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost) WHERE kind = 'assistant'",
     "entries_errors": "CREATE INDEX IF NOT EXISTS entries_errors ON entries(file_id) "
     "WHERE is_error = 1 OR exit_code <> 0",
     "tool_calls_entry": "CREATE INDEX IF NOT EXISTS tool_calls_entry ON tool_calls(entry_rowid)",

@@ -383,3 +383,14 @@ def test_the_agents_bash_results_carry_their_exit_code(tmp_path, monkeypatch):
     ).fetchone()[0]
     assert others == 0  # read, edit, grep... results have no exit code
     world.conn.close()
+
+
+def test_usage_figures_come_from_the_entries_table_and_no_index_copies_them(conn, locations, history):
+    a, b = history
+    same(index_sums(conn), journal_sums([a.path, b.path]))
+    copies = [
+        name
+        for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'entries'")
+        if {"input_tokens", "cost"} & {col for (_n, _c, col) in conn.execute(f"PRAGMA index_info('{name}')")}
+    ]
+    assert copies == []
