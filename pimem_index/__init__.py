@@ -20,7 +20,7 @@ from pimem_index.index import indexer
 from pimem_index.journal import local_time
 from pimem_index.locations import Locations, checked_journal, location_args, resolve, watch_command
 from pimem_index.manage.status import status as index_status
-from pimem_index.search import query, wordforms
+from pimem_index.search import query, session_ids, wordforms
 from pimem_index.search.request import (
     ReadRequest,
     SearchRequest,
@@ -39,7 +39,7 @@ from pimem_index.search.scope import (
     page_default_scope,
     wider,
 )
-from pimem_index.session import activity, browse, conversation
+from pimem_index.session import activity, browse, conversation, lineage
 from pimem_index.store import open_located
 
 __all__ = [
@@ -65,6 +65,7 @@ __all__ = [
     "index_status",
     "indexer",
     "journal",
+    "lineage",
     "local_time",
     "location_args",
     "noun",
@@ -75,6 +76,7 @@ __all__ = [
     "query_args",
     "query_terms",
     "resolve",
+    "session_ids",
     "store",
     "watch_command",
     "wider",
