@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from datasette_pi_memory.api import route_list
-from pimem_index import Locations, UserError, checked_setting, db, resolve, store
+from pimem_index import Locations, UserError, checked_setting, db, refreshed, resolve, store
 
 PLUGIN = "datasette-pi-memory"
 ACTION = "pi-memory-read"
@@ -65,7 +65,7 @@ def settings_for(datasette) -> Settings:
     db_path = config.get("db")
     name = config.get("database")
     if name is None:
-        locations = resolve(db_path, dirs)
+        locations = _resolved(db_path, dirs)
         wanted = _real(locations.db_path)
         for candidate, database in datasette.databases.items():
             if database.path and _real(Path(database.path)) == wanted:
@@ -75,7 +75,7 @@ def settings_for(datasette) -> Settings:
             name = DEFAULT_DATABASE
     if db_path is None and name in datasette.databases and datasette.databases[name].path:
         db_path = datasette.databases[name].path
-    locations = resolve(db_path, dirs)
+    locations = _resolved(db_path, dirs)
     served = (
         name in datasette.databases
         and datasette.databases[name].path is not None
@@ -91,6 +91,16 @@ def settings_for(datasette) -> Settings:
         background_index=bool(config.get("background_index", served)),
         serves_index=served,
     )
+
+
+def _resolved(db_path: str | None, dirs: list[str]) -> Locations:
+    """pimem's locations for this instance; unreadable recorded folders stop Datasette starting, in one line."""
+    from datasette.utils import StartupError
+
+    try:
+        return resolve(db_path, dirs)
+    except UserError as e:
+        raise StartupError(str(e)) from None
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:
@@ -110,6 +120,7 @@ class PiMemory:
 
     def __init__(self, datasette):
         self.settings = settings_for(datasette)
+        self._locations = self.settings.locations
         self.executor = ThreadPoolExecutor(max_workers=WORKER_THREADS, thread_name_prefix="pi-memory")
         self.pages = ThreadPoolExecutor(max_workers=PAGE_THREADS, thread_name_prefix="pi-memory-pages")
         self._local = threading.local()
@@ -121,7 +132,9 @@ class PiMemory:
 
     @property
     def locations(self) -> Locations:
-        return self.settings.locations
+        """The settings' locations with the journal folders recorded now (`pimem folders add` while it runs)."""
+        self._locations = refreshed(self._locations)
+        return self._locations
 
     def connection(self) -> db.Connection:
         """This thread's connection to the index (created, with its schema, on first use)."""

@@ -146,6 +146,23 @@ class FailedJournal(TypedDict):
     at: Annotated[str, "when it last failed"]
 
 
+FolderSource = Literal["default", "recorded", "given", "environment"]
+
+
+class JournalFolder(TypedDict):
+    path: Annotated[str, "the folder"]
+    source: Annotated[
+        FolderSource,
+        "`default` the agent's own, `recorded` in pi-memory/folders.json (every command), `given` by --sessions-dir "
+        "for this command only, `environment` from PIMEM_SESSIONS_DIRS",
+    ]
+    exists: Annotated[bool, "whether the folder exists now"]
+
+
+class FoldersReply(TypedDict):
+    folders: Annotated[list[JournalFolder], "the journal folders, the agent's own first"]
+
+
 class StatusReply(TypedDict):
     sessions: Annotated[int, "sessions indexed"]
     entries: Annotated[int, "entries indexed"]
@@ -157,8 +174,23 @@ class StatusReply(TypedDict):
     schema_version: Annotated[int, "the index's schema version (another is rebuilt)"]
     db: Annotated[str, "the index file"]
     sessions_dirs: Annotated[list[str], "the journal folders"]
+    folders: Annotated[list[JournalFolder], "the journal folders with where each comes from"]
     journals_outside: Annotated[list[str], "links in the journal folders that lead outside them (never read)"]
     journals_failed: Annotated[list[FailedJournal], "journals that could not be indexed, most recent first"]
+
+
+class ServeStatusReply(TypedDict):
+    running: Annotated[bool, "whether a pimem serve runs (the command exits 1 when not)"]
+    url: NotRequired[Annotated[str, "where it answers"]]
+    pid: NotRequired[Annotated[int, "its process"]]
+    uptime_s: NotRequired[Annotated[float, "seconds since it started"]]
+    db: NotRequired[Annotated[str | None, "its index file"]]
+    log: NotRequired[Annotated[str, "its log (a --background server's output)"]]
+    answering: NotRequired[Annotated[bool, "whether it answered the status request"]]
+    indexing: NotRequired[Annotated[Indexing | None, "how far its indexing is (null when it does not answer)"]]
+    folders: Annotated[
+        list[JournalFolder], "the journal folders it reads (as it reports them; when it does not answer, as recorded)"
+    ]
 
 
 class IndexReply(TypedDict):

@@ -430,7 +430,8 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
         return len(redacted)
     if isinstance(item, journal.Header):
         if batch.header is None or item.session_id:
-            batch.header = item
+            # parentSession is a path the journal names (shown, linked, in Datasette's tables): redacted
+            batch.header = dataclasses.replace(item, parent_session=redacted_field(item.parent_session) or None)
         if item.session_id:
             state.session_id = item.session_id
     elif isinstance(item, journal.SessionName):

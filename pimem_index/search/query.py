@@ -40,6 +40,7 @@ from pimem_index.search.scope import (
     session_of,
     visible_sessions,
 )
+from pimem_index.search.turn import current_turn
 
 CANDIDATES = 400
 PAGE_CHARS = 16_000
@@ -156,6 +157,10 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
     terms, limit = list(request.terms), request.limit
     sc = request_scope(conn, request)
     where, params = _filters(sc, request.since, request.until, list(request.kinds))
+    own = current_turn(conn, request.journal_path)
+    if own:  # the caller's own turn (its memory_context call) is never a hit
+        where += f" AND e.rowid NOT IN ({','.join('?' * len(own))})"
+        params.extend(own)
     reply: dict = {"action": request.action, **sc.as_json()}
     if not terms:
         rows = select_entries(

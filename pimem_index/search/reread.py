@@ -130,7 +130,10 @@ def unavailable_reason(row: EntryRow, locations: Locations) -> str:
         return f"the journal {row.path} no longer exists"
     if not locations.contains(path):
         folders = ", ".join(str(d) for d in locations.sessions_dirs)
-        return f"the journal {row.path} is outside the journal folders ({folders}), so it is not read"
+        return (
+            f"the journal {row.path} is outside the journal folders ({folders}), so it is not read; "
+            "add its folder for every command with: pimem folders add DIR"
+        )
     if not os.access(path, os.R_OK):
         return f"the journal {row.path} cannot be read (permission denied)"
     return "the journal line changed since it was indexed; the journal is queued for reindexing"

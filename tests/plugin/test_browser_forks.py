@@ -4,11 +4,10 @@ laptop and phone widths; screenshots go to test-artifacts/."""
 from __future__ import annotations
 
 import pytest
+from plugin.test_browser import ARTIFACTS, browser, server_env  # noqa: F401 (the browser fixture)
 from support.commands import pimem
 from support.real_pi import copy_corpus
 from support.servers import Server, wait_indexed
-
-from plugin.test_browser import ARTIFACTS, browser, server_env  # noqa: F401 (the browser fixture)
 
 pytestmark = pytest.mark.slow
 
