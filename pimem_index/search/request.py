@@ -46,6 +46,7 @@ PARAMETERS = (
     "until",
     "limit",
     "offset",
+    "around",
     "journal",
     "by",
     "model",
@@ -177,6 +178,7 @@ class ReadRequest:
     offset: int = 0
     max_scope: str = "global"
     home: str | None = None
+    around: int = 0  # entries before and after it on its branch (exchange.around)
 
     @classmethod
     def create(
@@ -190,9 +192,11 @@ class ReadRequest:
         offset: Any = 0,
         max_scope: str = "global",
         home: str | None = None,
+        around: Any = None,
     ) -> ReadRequest:
         """Check every field once (a UserError names the first wrong one)."""
         checked_offset = check_offset(offset)
+        checked_around = check_around(around)
         if not entry_id:
             raise UserError("read needs an entry id", Arg("id", "c3d4e5f6"))
         return cls(
@@ -204,6 +208,7 @@ class ReadRequest:
             offset=checked_offset,
             max_scope=max_scope,
             home=home,
+            around=checked_around,
         )
 
     @classmethod
@@ -228,6 +233,7 @@ class ReadRequest:
             journal_path=journal_path,
             offset=args.get("offset"),
             max_scope=max_scope,
+            around=args.get("around"),
         )
 
 
@@ -314,6 +320,23 @@ def check_limit(limit: Any) -> int:
         raise UserError(f"limit must be a whole number from 1 to {MAX_LIMIT}", Arg("limit", 20)) from None
     if not 1 <= value <= MAX_LIMIT:
         raise UserError(f"limit must be a whole number from 1 to {MAX_LIMIT}", Arg("limit", 20))
+    return value
+
+
+# Entries a read shows around its entry, at most, on each side.
+MAX_AROUND = 20
+
+
+def check_around(around: Any) -> int:
+    """How many entries before and after a read's entry to show: 0 to MAX_AROUND; 0 when none is given."""
+    if around is None or around == "":
+        return 0
+    try:
+        value = int(around)
+    except (TypeError, ValueError):
+        value = -1
+    if not 0 <= value <= MAX_AROUND:
+        raise UserError(f"around must be a whole number from 0 to {MAX_AROUND}", Arg("around", 3))
     return value
 
 
