@@ -124,12 +124,14 @@ class PiMemory:
         """This thread's connection to the index (created, with its schema, on first use)."""
         conn = getattr(self._local, "conn", None)
         if conn is not None and self._local.generation != self._generation:
+            self._local.conn = None  # forgotten before the reopen, which may fail (not an index) and is retried
             self._drop(conn)  # opened on a deleted or replaced index file
             conn = None
         if conn is None:
+            generation = self._generation
             conn = store.open_index(self.locations.db_path)
             self._local.conn = conn
-            self._local.generation = self._generation
+            self._local.generation = generation
             with self._conn_lock:
                 self._connections.append(conn)
         return conn
