@@ -382,17 +382,64 @@ def blocks_text(content) -> tuple[str, tuple[ToolCall, ...]]:
 
 
 def tool_call_text(name: str, arguments) -> str:
-    """A tool call as readable text: the name, then each argument as `key: value`."""
-    lines = [name]
+    """A tool call as readable text: the name, then each argument as `key: value` (argument_lines)."""
+    return "\n".join(
+        [name, *(f"{key}: {shown}" if key is not None else shown for key, shown in argument_lines(name, arguments))]
+    )
+
+
+def argument_lines(name: str, arguments) -> list[tuple[str | None, str]]:
+    """A tool call's arguments as (key, value shown) pairs, in order: a string as it is, anything else
+    as compact JSON; an edit's replacements (`edit_replacements`, whatever shape the model sent) as an
+    `oldText` and a `newText` pair each, never as JSON. Arguments that are not an object are one pair
+    without a key."""
     if isinstance(arguments, dict):
+        pairs: list[tuple[str | None, str]] = []
         for key, value in arguments.items():
-            if isinstance(value, str):
-                lines.append(f"{key}: {value}")
-            else:
-                lines.append(f"{key}: {_json_text(value)}")
-    elif arguments is not None:
-        lines.append(_json_text(arguments) if not isinstance(arguments, str) else arguments)
-    return "\n".join(lines)
+            if key == "edits" and name == EDIT_TOOL:
+                replacements = edit_replacements(value)
+                if replacements is not None:
+                    for r in replacements:
+                        pairs += (("oldText", r.old), ("newText", r.new))
+                    continue
+            pairs.append((key, value if isinstance(value, str) else _json_text(value)))
+        return pairs
+    if arguments is not None:
+        return [(None, _json_text(arguments) if not isinstance(arguments, str) else arguments)]
+    return []
+
+
+EDIT_TOOL = "edit"
+
+
+class Replacement(NamedTuple):
+    """One replacement of an edit call: the text it looked for and the text it put there."""
+
+    old: str
+    new: str
+
+
+def edit_replacements(edits) -> list[Replacement] | None:
+    """The replacements an edit call's `edits` argument holds: Pi 0.73's list of `{oldText, newText}`,
+    or that list sent by the model as a JSON string (the journal keeps the string). None when it is
+    neither (a malformed string is then shown as the text it is). The legacy shape, `oldText` and
+    `newText` as arguments of their own, needs nothing here: each is already a `key: value` pair."""
+    if isinstance(edits, str):
+        try:
+            edits = orjson.loads(edits)
+        except orjson.JSONDecodeError:
+            return None
+    if type(edits) is not list or not edits:
+        return None
+    found: list[Replacement] = []
+    for item in edits:
+        if type(item) is not dict:
+            return None
+        old, new = item.get("oldText"), item.get("newText")
+        if type(old) is not str or type(new) is not str:
+            return None
+        found.append(Replacement(old, new))
+    return found
 
 
 def _json_text(value) -> str:
@@ -522,20 +569,18 @@ def _assistant_blocks(content) -> tuple[str, list[Block]]:
 
 def _call_shape(block: dict, at: int) -> ToolCallShape:
     """Where a tool call's name and each argument's key and value sit in its text, which starts at
-    `at` (tool_call_text: the name, then a `key: value` line per argument)."""
+    `at` (tool_call_text: the name, then a `key: value` line per pair of `argument_lines`)."""
     name = _str(block.get("name"))
-    arguments = block.get("arguments")
     pos = at + len(name)
     spans: list[tuple[Span, Span]] = []
-    if isinstance(arguments, dict):
-        for key, value in arguments.items():
-            shown = value if isinstance(value, str) else _json_text(value)
-            key_end = pos + 1 + len(key)
-            spans.append((Span(pos + 1, key_end), Span(key_end + 2, key_end + 2 + len(shown))))
-            pos = key_end + 2 + len(shown)
-    elif arguments is not None:
-        shown = arguments if isinstance(arguments, str) else _json_text(arguments)
-        spans.append((Span(pos + 1, pos + 1), Span(pos + 1, pos + 1 + len(shown))))
+    for key, shown in argument_lines(name, block.get("arguments")):
+        if key is None:
+            spans.append((Span(pos + 1, pos + 1), Span(pos + 1, pos + 1 + len(shown))))
+            pos += 1 + len(shown)
+            continue
+        key_end = pos + 1 + len(key)
+        spans.append((Span(pos + 1, key_end), Span(key_end + 2, key_end + 2 + len(shown))))
+        pos = key_end + 2 + len(shown)
     return ToolCallShape(_str_or_none(block.get("id")), Span(at, at + len(name)), spans)
 
 

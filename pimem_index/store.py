@@ -18,7 +18,8 @@ from pimem_index import db
 from pimem_index.errors import UserError
 from pimem_index.locations import Locations
 
-SCHEMA_VERSION = 7  # 7: this release's changes (edits, forks, ids, terms, narrow usage figures); 6: usage figures, tool_calls
+# 7: this release's changes (edits, forks, ids, terms, narrow usage figures); 6: usage figures, tool_calls
+SCHEMA_VERSION = 7
 FTS_HASHSIZE = 16 * 1024 * 1024
 # The term index's options, shared with the benchmark's floor. detail=none keeps which entries
 # hold a term and nothing else: no positions (no query needs them; excerpts come from the

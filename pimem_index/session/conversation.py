@@ -422,9 +422,9 @@ def _call(cut: Cutter, shape: journal.ToolCallShape) -> dict:
         "result_entry": None,
     }
     skip = {"path"}
-    if tool == "edit" and {"oldText", "newText"} <= raw.keys():
-        old, new = cut.piece(raw["oldText"]), cut.piece(raw["newText"])
-        call.update(view="edit", diff=diff(old["text"], new["text"]), truncated=old["truncated"] or new["truncated"])
+    replacements = _replacements(cut, shape) if tool == journal.EDIT_TOOL else []
+    if replacements:
+        call.update(view="edit", edits=replacements, truncated=any(r["truncated"] for r in replacements))
         skip |= {"oldText", "newText"}
     elif tool == "write" and "content" in raw:
         span = raw["content"]
@@ -439,6 +439,33 @@ def _call(cut: Cutter, shape: journal.ToolCallShape) -> dict:
         if cut.text[k.start : k.end] not in skip
     ]
     return call
+
+
+def _replacements(cut: Cutter, shape: journal.ToolCallShape) -> list[dict]:
+    """An edit call's replacements in order, each {old, new, diff, truncated}: the `oldText` and
+    `newText` pairs of its text (journal.argument_lines writes every shape of `edits` that way)."""
+    pairs: list[dict] = []
+    for k, v in shape.arguments:
+        key = cut.text[k.start : k.end]
+        if key not in ("oldText", "newText"):
+            continue
+        side = "old" if key == "oldText" else "new"
+        if not pairs or side in pairs[-1]:
+            pairs.append({})
+        pairs[-1][side] = cut.piece(v)
+    empty = {"text": "", "total_chars": 0, "truncated": False}
+    out = []
+    for pair in pairs:
+        old, new = pair.get("old", empty), pair.get("new", empty)
+        out.append(
+            {
+                "old": old,
+                "new": new,
+                "diff": diff(old["text"], new["text"]),
+                "truncated": old["truncated"] or new["truncated"],
+            }
+        )
+    return out
 
 
 def diff(old: str, new: str, context: int = DIFF_CONTEXT) -> list[dict]:

@@ -1,0 +1,48 @@
+"""The real-Pi corpus copied and indexed, for tests of what the pages and queries make of it.
+
+world = indexed_corpus(tmp_path, monkeypatch)
+world.session("edit_heavy")   # the session id of the journal with that role
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from support.real_pi import RealPiCorpus, copy_corpus
+
+from pimem_index import db, store
+from pimem_index.index import indexer
+from pimem_index.locations import Locations, resolve
+
+
+@dataclass
+class IndexedCorpus:
+    corpus: RealPiCorpus
+    locations: Locations
+    conn: db.Connection
+
+    def session(self, role: str) -> str:
+        """The session id in the header of the journal with `role`."""
+        return session_of(self.corpus.journal(role))
+
+    def sessions(self) -> list[str]:
+        return [session_of(path) for path in self.corpus.all_journals()]
+
+
+def session_of(journal: Path) -> str:
+    with journal.open("rb") as f:
+        return json.loads(f.readline())["id"]
+
+
+def indexed_corpus(tmp_path: Path, monkeypatch) -> IndexedCorpus:
+    """Copy the corpus under tmp_path, make its agent folder the one every location resolves to, index it."""
+    corpus = copy_corpus(tmp_path / "corpus")
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(corpus.agent))
+    monkeypatch.delenv("PIMEM_DB", raising=False)
+    monkeypatch.delenv("PIMEM_SESSIONS_DIRS", raising=False)
+    locations = resolve()
+    conn = store.open_index(locations.db_path)
+    indexer.index_all(conn, locations)
+    return IndexedCorpus(corpus, locations, conn)
