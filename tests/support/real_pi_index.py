@@ -10,11 +10,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from support.real_pi import RealPiCorpus, copy_corpus
-
 from pimem_index import db, store
 from pimem_index.index import indexer
 from pimem_index.locations import Locations, resolve
+from support.real_pi import RealPiCorpus, copy_corpus
 
 
 @dataclass
