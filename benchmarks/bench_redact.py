@@ -1,4 +1,4 @@
-"""Benchmark pimem_index.redaction.engine.redact.
+"""Benchmark pimem_index.redaction.redact.
 
     python benchmarks/bench_redact.py [--quick]
 
@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import docs_figures  # noqa: E402
 
-from pimem_index.redaction.engine import redact
+from pimem_index.redaction import redact
 
 DOCS_START = "<!-- redaction figures: written by benchmarks/bench_redact.py -->"
 DOCS_END = "<!-- end of redaction figures -->"

@@ -120,7 +120,7 @@ def _index_fts_options() -> str:
 
 def get_redactor():
     try:
-        from pimem_index.redaction.engine import redact
+        from pimem_index.redaction import redact
     except ImportError:
         return None
     return redact
@@ -347,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"extract: {r['extract_seconds']:.2f} s = {r['extract_mb_per_s']} MB/s of journal")
         if r["redact_seconds"] is not None:
             print(
-                f"redact (pimem_index.redaction.engine, timed apart): {r['redact_seconds']:.2f} s = "
+                f"redact (pimem_index.redaction, timed apart): {r['redact_seconds']:.2f} s = "
                 f"{r['redact_mb_per_s']} MB/s of journal; read+parse+redact {r['parse_redact_mb_per_s']} MB/s"
             )
         print(

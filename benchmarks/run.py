@@ -68,7 +68,7 @@ TARGETS = {
     "cold_mb_per_cpu_s": (None, None, "cold index, MB of journal per CPU-second of the indexer", "MB/s"),
     "text_share": (None, None, "indexable text / journal bytes in this corpus", "ratio"),
     "parse_mb_s": (None, None, "read + pimem_index.journal.parse_line, one core", "MB/s"),
-    "redact_mb_s": (None, None, "pimem_index.redaction.engine.redact on the extracted text, one core", "MB/s"),
+    "redact_mb_s": (None, None, "pimem_index.redaction.redact on the extracted text, one core", "MB/s"),
     "index_share": ("<=", 0.10, "issue 8: index <= 10% of journal bytes", "ratio"),
     "floor_fts_share": (None, None, "bare FTS5 terms alone, optimized: the least an index can take", "ratio"),
     "peak_rss_mb": ("<=", 300, "issue 8: <= 300 MB whatever the corpus size", "MB"),

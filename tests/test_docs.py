@@ -23,7 +23,7 @@ from datasette_test import Datasette
 from datasette_pi_memory import views
 from datasette_pi_memory.state import PLUGIN
 from pimem_index.index.indexer import index_all
-from pimem_index.redaction.engine import KINDS
+from pimem_index.redaction.table import KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

@@ -21,7 +21,7 @@ from typing import BinaryIO, NamedTuple
 from pimem_index import journal, store
 from pimem_index.index.forgotten import Forgotten, ForgottenJournal
 from pimem_index.index.settings import IndexSettings, or_default
-from pimem_index.redaction.engine import redact
+from pimem_index.redaction import redact
 
 # Journals are read in chunks of this size (a batch's size: settings.IndexSettings).
 CHUNK_BYTES = 4 * 1024 * 1024

@@ -2,7 +2,7 @@
 
 ``GITLEAKS`` maps every rule id of gitleaks' ``config/gitleaks.toml`` (the list
 read is kept in ``tests/gitleaks_rule_ids.txt``) to ``(kind, note)``: the kind
-of ``pimem_index.redaction.engine.KINDS`` that masks it, or ``None`` and why we
+of ``pimem_index.redaction.table.KINDS`` that masks it, or ``None`` and why we
 deliberately do not.  docs/redaction.md prints this table; tests/test_redact.py
 checks that every id read has an answer and every kind named exists.
 

@@ -17,7 +17,7 @@ from typing import Any
 from pimem_index import db, store
 from pimem_index.errors import Arg, UserError
 from pimem_index.locations import Locations, discover
-from pimem_index.redaction.engine import redact
+from pimem_index.redaction import redact
 from pimem_index.search import results, wordforms
 from pimem_index.search.request import ReadRequest, SearchRequest, query_terms
 from pimem_index.search.reread import (

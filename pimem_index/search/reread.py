@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from pimem_index import db, journal, store
 from pimem_index.locations import Locations
-from pimem_index.redaction.engine import redact, redact_part
+from pimem_index.redaction import redact, redact_part
 from pimem_index.search import wordforms
 
 EXCERPT_CHARS = 300

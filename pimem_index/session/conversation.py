@@ -17,7 +17,7 @@ from typing import NamedTuple
 from pimem_index import db, journal
 from pimem_index.errors import Arg, UserError
 from pimem_index.locations import Locations
-from pimem_index.redaction.engine import context_of, redact, redact_part
+from pimem_index.redaction import context_of, redact, redact_part
 from pimem_index.search.reread import (
     JOURNAL_HEAD_COLUMNS,
     EntryRow,

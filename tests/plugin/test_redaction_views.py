@@ -20,7 +20,7 @@ from support.indexed import vocab
 from support.plugin_world import ROOT, make_datasette, running
 
 from pimem_index.index import indexer
-from pimem_index.redaction.engine import MASK, SLICE_CHARS, context_of, redact, redact_part
+from pimem_index.redaction.driver import MASK, SLICE_CHARS, context_of, redact, redact_part
 
 RNG = random.Random(15)
 ALNUM = string.ascii_letters + string.digits

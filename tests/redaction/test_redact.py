@@ -1,4 +1,4 @@
-"""Behaviour of pimem_index.redaction.engine.
+"""Behaviour of pimem_index.redaction.
 
 One behaviour per test; each positive sits beside a must-not over the same
 kind of text.  Token-shaped values are built at run time from random
@@ -7,10 +7,10 @@ characters (see tests/redaction_corpus.py), so none is committed.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
 import re
+import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -19,9 +19,11 @@ from pathlib import Path
 import pytest
 from support import redaction_corpus as corpus
 
-from pimem_index.redaction import engine as redact_module
-from pimem_index.redaction.engine import KINDS, MASK, RULES, SLICE_CHARS, redact
+from pimem_index.redaction import compiler, driver
+from pimem_index.redaction.driver import MASK, SLICE_CHARS, redact
 from pimem_index.redaction.gitleaks import GITLEAKS, GITLEAKS_VERSION
+from pimem_index.redaction.needles import needles as needles_of
+from pimem_index.redaction.table import KINDS, RULES
 
 R = random.Random(20240601)
 ALNUM = corpus.ALNUM
@@ -384,7 +386,7 @@ def test_adversarial_input_does_not_backtrack_catastrophically():
 
 
 def test_rules_table_compiles_to_one_regex_per_scan_literal():
-    scans = [(sc.fold, sc.scan) for sc in redact_module._SCANNERS]
+    scans = [(sc.fold, sc.scan) for sc in driver.compiled().scanners]
     assert len(scans) == len(set(scans))
 
 
@@ -556,8 +558,8 @@ def _trigger_texts() -> list[str]:
     """Texts that only just hold a scanner's needle (alone, in other cases, at
     an edge, beside a secret-shaped tail), and the recall corpus."""
     texts = []
-    for sc in redact_module._SCANNERS:
-        for needle in sorted(redact_module._needles(sc.regex)):
+    for sc in driver.compiled().scanners:
+        for needle in sorted(needles_of(sc.regex)):
             n = needle.decode("latin-1")
             texts += [
                 n,
@@ -575,12 +577,12 @@ def _trigger_texts() -> list[str]:
 
 def test_a_scanner_matches_only_texts_holding_one_of_its_needles():
     scanners = [
-        (sc, redact_module._needles(sc.regex), entry)
-        for sc, entry in zip(redact_module._SCANNERS, redact_module._SCAN_PLAN, strict=True)
+        (sc, needles_of(sc.regex), entry)
+        for sc, entry in zip(driver.compiled().scanners, driver.compiled().plan, strict=True)
     ]
     for text in _trigger_texts():
         b = text.encode("utf-8", "surrogatepass")
-        plan = redact_module._plan_for(b)
+        plan = driver.compiled().plan_for(b)
         for sc, needles, entry in scanners:
             hay = b.lower() if sc.fold else b
             if sc.regex.search(hay):
@@ -591,18 +593,19 @@ def test_a_scanner_matches_only_texts_holding_one_of_its_needles():
 def test_prefilter_and_full_scan_agree_on_texts_that_only_just_hold_a_trigger(monkeypatch):
     texts = _trigger_texts()
     fast = [redact(t) for t in texts]
-    monkeypatch.setattr(redact_module, "_plan_for", lambda b: redact_module._SCAN_PLAN)
+    rules = driver.compiled()
+    monkeypatch.setattr(rules, "plan_for", lambda b: rules.plan)
     assert [redact(t) for t in texts] == fast
 
 
 def test_every_scanner_has_needles_where_hyperscan_installs():
     pytest.importorskip("hyperscan")
-    assert redact_module._NEEDLE_DB is not None
-    assert redact_module._ALWAYS == [], "a scanner without needles runs on every text"
+    assert driver.compiled().needle_db is not None
+    assert driver.compiled().always == [], "a scanner without needles runs on every text"
 
 
 def test_needles_are_read_off_the_pattern():
-    needles = redact_module._needles
+    needles = needles_of
     assert needles(re.compile(rb"k(?:ey[0-9]*|en(?<=token))")) == {b"key", b"token"}
     assert needles(re.compile(rb"_(?<=gh[po]_)[a-z]{3}")) == {b"ghp_", b"gho_"}
     assert needles(re.compile(rb"(?:ab|cd)ef")) == {b"abef", b"cdef"}
@@ -644,7 +647,7 @@ def test_needles_hold_for_random_patterns_and_texts():
             regex = re.compile(source.encode())
         except re.error:
             continue  # e.g. a repeated group name
-        needles = redact_module._needles(regex)
+        needles = needles_of(regex)
         for text in texts:
             b = text.encode()
             if regex.search(b):
@@ -652,14 +655,13 @@ def test_needles_hold_for_random_patterns_and_texts():
 
 
 def test_without_hyperscan_every_scanner_runs_with_the_same_result(monkeypatch):
-    monkeypatch.setitem(sys.modules, "hyperscan", None)  # import hyperscan raises ImportError
-    spec = importlib.util.spec_from_file_location("redact_without_hyperscan", redact_module.__file__)
-    plain = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, plain)
-    spec.loader.exec_module(plain)
-    assert plain._NEEDLE_DB is None
     texts = _trigger_texts()
-    assert [plain.redact(t) for t in texts] == [redact(t) for t in texts]
+    expected = [redact(t) for t in texts]
+    monkeypatch.setitem(sys.modules, "hyperscan", None)  # import hyperscan raises ImportError
+    plain = compiler.build()
+    assert plain.needle_db is None and plain.context_db is None
+    monkeypatch.setattr(driver, "_COMPILED", plain)
+    assert [redact(t) for t in texts] == expected
 
 
 def test_threads_redacting_at_once_get_the_same_results():
@@ -700,3 +702,21 @@ def test_digits_colon_aa_of_another_shape_stay_without_the_word_and_are_masked_w
     for text in (f"ratio {short} in a log", f"line {long_id}"):
         assert redact(text) == text
         assert MASK in redact("our telegram bot: " + text)
+
+
+# --- compiled on first use ------------------------------------------------------------------------
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", code + "; import sys; print(' '.join(sys.modules))"], **_RUN)
+    return set(out.stdout.split())
+
+
+_RUN: dict = {"capture_output": True, "text": True, "check": True, "timeout": 60}
+_COMPILING = {"pimem_index.redaction.compiler", "pimem_index.redaction.table", "hyperscan"}
+
+
+def test_importing_the_package_compiles_no_rule_and_the_first_redaction_does():
+    assert _modules_after("import pimem_index, pimem_index.cli") & _COMPILING == set()
+    after = _modules_after("import pimem_index; pimem_index.redaction.redact('password=hunter2')")
+    assert {"pimem_index.redaction.compiler", "pimem_index.redaction.table"} <= after

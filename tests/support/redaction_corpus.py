@@ -1064,7 +1064,7 @@ def format_table(table) -> str:
 
 
 if __name__ == "__main__":
-    from pimem_index.redaction.engine import redact
+    from pimem_index.redaction import redact
 
     verbose = "-v" in sys.argv
 
