@@ -42,6 +42,7 @@ class Settings:
     max_scope: str
     background_index: bool
     serves_index: bool = False  # this instance serves the index file (not only some other database)
+    login_seconds: int = 24 * 3600  # how long root's login cookie lasts
 
 
 def _scope_setting(config: dict, key: str, default: str) -> str:
@@ -52,6 +53,22 @@ def _scope_setting(config: dict, key: str, default: str) -> str:
         return checked_setting(f"plugins.{PLUGIN}.{key}", config.get(key) or default)
     except UserError as e:
         raise StartupError(str(e)) from None
+
+
+MAX_LOGIN_SECONDS = 366 * 24 * 3600
+
+
+def _login_seconds(config: dict) -> int:
+    """How long a login lasts (plugins.datasette-pi-memory.login_seconds); a wrong one stops Datasette starting."""
+    from datasette.utils import StartupError
+
+    value = config.get("login_seconds", Settings.login_seconds)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_LOGIN_SECONDS:
+        raise StartupError(
+            f"plugins.{PLUGIN}.login_seconds must be a number of seconds from 1 to {MAX_LOGIN_SECONDS} "
+            f"(e.g. login_seconds: 86400 for a day), not {value!r}"
+        )
+    return value
 
 
 def settings_for(datasette) -> Settings:
@@ -88,6 +105,7 @@ def settings_for(datasette) -> Settings:
         # installing the plugin never starts an indexer under some other Datasette.
         background_index=bool(config.get("background_index", served)),
         serves_index=served,
+        login_seconds=_login_seconds(config),
     )
 
 

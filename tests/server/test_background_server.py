@@ -439,3 +439,26 @@ def test_a_background_start_over_a_record_with_an_overflowing_pid_replaces_it(en
     done, port = background()
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert "already" not in done.stdout and record(agent_dir)["port"] == port
+
+
+def test_no_unused_login_link_is_ever_written_to_the_server_log(background, env, agent_dir, tmp_path):
+    done, port = background()
+    assert done.returncode == 0, done.stderr
+    log = (agent_dir / "pi-memory" / "server.log").read_text()
+    assert "Uvicorn running" in log and "pimem login" in log
+    assert "login?token=" not in log and "login?token=" not in done.stdout
+    link = run(env, "login").stdout.strip()  # a link is minted when asked for, on the terminal
+    jar, opener = opener_with_jar()
+    assert visit(opener, link)[0] == 302 and [c.name for c in jar] == ["ds_actor"]
+    run(env, "serve", "stop")
+    into_file = tmp_path / "foreground.out"  # a foreground server whose output goes to a file
+    with into_file.open("w") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "pimem_index", "serve", "--port", str(port)], env=env, stdout=out, stderr=out
+        )
+    try:
+        assert wait_for(lambda: "Uvicorn running" in into_file.read_text(), 60), into_file.read_text()
+        assert "login?token=" not in into_file.read_text() and "pimem login" in into_file.read_text()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
