@@ -97,6 +97,9 @@ def metadata_and_config(locations: Locations, database: str, background_index: b
         # instance: anonymous visitors get no index metadata and no SQL.
         "allow": {"id": "*"},
         "allow_sql": {"id": "*"},
+        # Datasette suggests facets by grouping every column of a table page; on the sessions view (which sums
+        # each session's entries) that multiplied a page's cost by 10-20 on a big index (docs/performance.md).
+        "settings": {"suggest_facets": False},
         "plugins": {
             PLUGIN: {
                 "db": str(locations.db_path),

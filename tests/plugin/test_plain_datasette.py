@@ -64,12 +64,14 @@ async def test_a_plain_datasette_has_the_entries_search_box(plain, world):
 
 
 @pytest.mark.asyncio
-async def test_a_plain_datasette_describes_and_facets_the_index_tables(plain, world):
+async def test_a_plain_datasette_describes_the_index_tables_without_default_facets(plain, world):
     described = await plain.client.get("/history/entries", actor=ROOT)
-    assert "Byte offset of the line" in described.text
-    sessions = await plain.client.get("/history/sessions.json?_extra=facet_results", actor=ROOT)
-    facets = sessions.json()["facet_results"]["results"]
-    assert {"cwd", "started"} <= set(facets) and facets["started"]["type"] == "date"
+    assert "Byte offset of the line" in described.text and "_facet=kind" in described.text
+    for table in ("sessions", "entries"):
+        page = await plain.client.get(f"/history/{table}.json?_extra=facet_results", actor=ROOT)
+        assert page.json()["rows"] and page.json()["facet_results"]["results"] == {}, table
+    asked = await plain.client.get("/history/sessions.json?_extra=facet_results&_facet_date=started", actor=ROOT)
+    assert asked.json()["facet_results"]["results"]["started"]["type"] == "date"
     other = await plain.client.get("/other/entries", actor=ROOT)
     assert "Byte offset of the line" not in other.text
 

@@ -618,12 +618,23 @@ async def test_serve_configuration_keeps_anonymous_out(served_like_pimem_serve, 
 
 
 @pytest.mark.asyncio
-async def test_serve_configuration_facets_search_and_queries(served_like_pimem_serve, world):
+async def test_pimem_serve_table_pages_compute_no_facets_or_suggestions_until_asked(served_like_pimem_serve, world):
     ds = served_like_pimem_serve
-    sessions = await ds.client.get("/history/sessions.json?_extra=facet_results", actor=ROOT)
-    facets = sessions.json()["facet_results"]["results"]
-    assert {"cwd", "started"} <= set(facets)
-    assert facets["started"]["type"] == "date"
+    extras = "_extra=facet_results&_extra=suggested_facets"
+    for table in ("sessions", "entries"):
+        page = (await ds.client.get(f"/history/{table}.json?{extras}", actor=ROOT)).json()
+        assert page["rows"], table
+        assert page["facet_results"]["results"] == {} and page["suggested_facets"] == [], table
+    asked = await ds.client.get(f"/history/sessions.json?{extras}&_facet=cwd&_facet_date=started", actor=ROOT)
+    facets = asked.json()["facet_results"]["results"]
+    assert {"cwd", "started"} <= set(facets) and facets["started"]["type"] == "date"
+    filtered = await ds.client.get(f"/history/entries.json?{extras}&session_id={world['a'].session_id}", actor=ROOT)
+    assert filtered.json()["rows"] and filtered.json()["facet_results"]["results"] == {}
+
+
+@pytest.mark.asyncio
+async def test_serve_configuration_search_and_queries(served_like_pimem_serve, world):
+    ds = served_like_pimem_serve
     found = await ds.client.get("/history/entries.json?_search=kestrel&_shape=array", actor=ROOT)
     assert [r["id"] for r in found.json()] == [world["other"]]
     page = await ds.client.get("/history/entries?_search=kestrel", actor=ROOT)
