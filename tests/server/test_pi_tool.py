@@ -482,6 +482,32 @@ def test_install_tightens_an_existing_memory_folder(tmp_path):
     assert _mode(agent / "pi-memory" / "pi-tool.json") == 0o600
 
 
+def test_the_code_pi_runs_is_never_writable_by_others_whatever_the_umask(tmp_path):
+    agent = tmp_path / "agent"
+    old = os.umask(0)
+    try:
+        pi_tool.install(agent, "http://127.0.0.1:8001", "t")
+    finally:
+        os.umask(old)
+    ext = agent / "extensions" / "memory_context.ts"
+    assert _mode(ext) == 0o644  # Pi loads and runs it
+    assert _mode(ext.parent) == 0o755 and _mode(agent) == 0o755
+    assert _mode(agent / "pi-memory") == 0o700 and _mode(agent / "pi-memory" / "pi-tool.json") == 0o600
+
+
+def test_install_takes_write_access_for_others_off_an_existing_extensions_folder(tmp_path):
+    agent = tmp_path / "agent"
+    (agent / "extensions").mkdir(parents=True)
+    os.chmod(agent / "extensions", 0o777)
+    other = agent / "extensions" / "other.ts"
+    other.write_text("// someone else's\n")
+    os.chmod(other, 0o666)
+    pi_tool.install(agent, "http://127.0.0.1:8001", "t")
+    assert _mode(agent / "extensions") == 0o755
+    assert _mode(agent / "extensions" / "memory_context.ts") == 0o644
+    assert _mode(other) == 0o666  # what is not ours keeps its mode
+
+
 def test_install_replaces_the_subfolder_layout(tmp_path):
     agent = tmp_path / "agent"
     legacy = agent / "extensions" / "pi-memory" / "index.ts"
