@@ -58,18 +58,14 @@ def verified(unit: Path) -> None:
     """systemd's own parser accepts the unit, without a warning."""
     if shutil.which("systemd-analyze", path="/usr/bin:/bin") is None:
         return
-    done = subprocess.run(
-        ["/usr/bin/systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60
-    )
+    done = subprocess.run(["/usr/bin/systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and str(unit) not in done.stderr, done.stderr
 
 
 HOSTILE = 'we$HOME ${USER} %h %% "q" \\b;x'
 
 
-def test_a_unit_for_hostile_paths_runs_exactly_those_paths_with_nothing_expanded(
-    run, unit_env, tmp_path, monkeypatch
-):
+def test_a_unit_for_hostile_paths_runs_exactly_those_paths_with_nothing_expanded(run, unit_env, tmp_path, monkeypatch):
     agent = tmp_path / HOSTILE / "agent"
     (agent / "sessions").mkdir(parents=True)
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
