@@ -18,7 +18,7 @@ from pimem_index.errors import Arg, UserError
 from pimem_index.humanize import counted, duration, noun
 from pimem_index.index import indexer
 from pimem_index.journal import local_time
-from pimem_index.locations import Locations, checked_journal, location_args, resolve, watch_command
+from pimem_index.locations import Locations, checked_journal, location_args, refuse_planted, resolve, watch_command
 from pimem_index.manage.status import status as index_status
 from pimem_index.search import query, wordforms
 from pimem_index.search.request import (
@@ -74,6 +74,7 @@ __all__ = [
     "query",
     "query_args",
     "query_terms",
+    "refuse_planted",
     "resolve",
     "store",
     "watch_command",

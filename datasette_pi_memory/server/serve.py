@@ -26,7 +26,7 @@ from datasette_pi_memory.catalog import instance_metadata
 from datasette_pi_memory.server import hooks
 from datasette_pi_memory.server.daemon import is_detached, record_server, url_host
 from datasette_pi_memory.state import ACTION, AGENT_ID, PLUGIN
-from pimem_index import Locations, UserError, open_located
+from pimem_index import Locations, UserError, open_located, refuse_planted
 
 SECRET_FILE = "secret"
 
@@ -46,6 +46,7 @@ def ensure_secret(locations: Locations) -> str:
         except FileNotFoundError:
             value = None
         if value:
+            refuse_planted(path, "secret")  # another user's, or one others could write, would sign tokens
             if path.stat().st_mode & 0o077:
                 os.chmod(path, 0o600)
             return value
