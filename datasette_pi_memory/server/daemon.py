@@ -4,7 +4,7 @@ Every `pimem serve` records itself in `<agent folder>/pi-memory/server.json` (06
 group, host, port, URL, index, start time, and the process's start time as the kernel tells it)
 unless a live server is recorded there already. A record is trusted only while its pid is alive,
 started exactly when the record says (a reused pid, a decoy command line or another agent folder's
-server did not) and serves this index; any other record is stale and is removed when read.
+server did not); any other record is stale and is removed when read.
 `--background` starts `pimem serve` in its own session with its output in
 `<agent folder>/pi-memory/server.log` (0600) and returns once the server answers.
 """
@@ -100,15 +100,15 @@ def forget_server(locations: Locations, pid: int) -> None:
 
 
 def running_server(locations: Locations) -> dict | None:
-    """The recorded server if its process is the one that wrote the record for this index; a stale
-    record (unreadable, impossible pid, dead or other process, another index) is removed."""
+    """The recorded server if its process is the one that wrote the record; a stale record (unreadable,
+    impossible pid, a dead process or another one under that pid) is removed."""
     path = state_path(locations)
     record = _read_record(path)
     if record is None:
         if path.exists():
             _remove_stale(path)
         return None
-    if record.get("db") != str(locations.db_path) or not _is_recorded_process(record):
+    if not _is_recorded_process(record):
         _remove_stale(path)
         return None
     return record

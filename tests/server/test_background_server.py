@@ -405,7 +405,7 @@ def test_a_stale_record_whose_pid_is_now_another_agent_folders_server_leaves_tha
         assert started.returncode == 0, started.stderr
         theirs = record(other_agent)
         ours_then = {**theirs, "db": str(agent_dir / "pi-memory" / "history.sqlite"), "process_start": "0"}
-        for forged in (ours_then, theirs):  # an old record of ours now naming that pid; a copy of theirs
+        for forged in (ours_then, {**ours_then, "process_start": None}):  # an old record of ours naming that pid
             write_record(agent_dir, **forged)
             status = run(env, "serve", "status", "--json")
             assert status.returncode == 1 and json.loads(status.stdout) == {"running": False}
