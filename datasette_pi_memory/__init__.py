@@ -11,7 +11,7 @@ from __future__ import annotations
 from datasette import hookimpl
 from datasette.permissions import Action, PermissionSQL
 
-from datasette_pi_memory import access, background, catalog, figures, identity, login, render, tokens, views
+from datasette_pi_memory import access, background, catalog, figures, login, render, tokens, views
 from datasette_pi_memory.state import ACTION, ACTION_ABBR, AGENT_ID, PLUGIN, discard_state, settings_for, state
 from pimem_index import query
 
@@ -75,12 +75,7 @@ def register_token_handler(datasette):
 
 @hookimpl
 def register_routes(datasette):
-    return [
-        (rf"^{identity.ROUTE}$", identity.identity_view),  # before views.ROUTES' catch-all API 404
-        *views.ROUTES,
-        *figures.ROUTES,
-        (rf"^{login.ROUTE}$", login.login_view),
-    ]
+    return [*views.ROUTES, *figures.ROUTES, (rf"^{login.ROUTE}$", login.login_view)]
 
 
 @hookimpl
