@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from datasette_pi_memory.api import route_list
-from pimem_index import Locations, UserError, checked_setting, db, resolve, store
+from pimem_index import Locations, UserError, checked_setting, db, refreshed, resolve, store
 
 PLUGIN = "datasette-pi-memory"
 ACTION = "pi-memory-read"
@@ -26,6 +26,8 @@ ACTION_ABBR = "pmr"
 AGENT_ID = "pi-agent"
 DEFAULT_DATABASE = "history"
 WORKER_THREADS = 4
+# Threads that build and render session pages, apart from the API's: a slow page never delays a search.
+PAGE_THREADS = 2
 
 logger = logging.getLogger("datasette_pi_memory")
 _states: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -80,7 +82,7 @@ def settings_for(datasette) -> Settings:
     db_path = config.get("db")
     name = config.get("database")
     if name is None:
-        locations = resolve(db_path, dirs)
+        locations = _resolved(db_path, dirs)
         wanted = _real(locations.db_path)
         for candidate, database in datasette.databases.items():
             if database.path and _real(Path(database.path)) == wanted:
@@ -90,7 +92,7 @@ def settings_for(datasette) -> Settings:
             name = DEFAULT_DATABASE
     if db_path is None and name in datasette.databases and datasette.databases[name].path:
         db_path = datasette.databases[name].path
-    locations = resolve(db_path, dirs)
+    locations = _resolved(db_path, dirs)
     served = (
         name in datasette.databases
         and datasette.databases[name].path is not None
@@ -107,6 +109,16 @@ def settings_for(datasette) -> Settings:
         serves_index=served,
         login_seconds=_login_seconds(config),
     )
+
+
+def _resolved(db_path: str | None, dirs: list[str]) -> Locations:
+    """pimem's locations for this instance; unreadable recorded folders stop Datasette starting, in one line."""
+    from datasette.utils import StartupError
+
+    try:
+        return resolve(db_path, dirs)
+    except UserError as e:
+        raise StartupError(str(e)) from None
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:
@@ -126,7 +138,9 @@ class PiMemory:
 
     def __init__(self, datasette):
         self.settings = settings_for(datasette)
+        self._locations = self.settings.locations
         self.executor = ThreadPoolExecutor(max_workers=WORKER_THREADS, thread_name_prefix="pi-memory")
+        self.pages = ThreadPoolExecutor(max_workers=PAGE_THREADS, thread_name_prefix="pi-memory-pages")
         self._local = threading.local()
         self._connections: list = []
         self._conn_lock = threading.Lock()
@@ -136,7 +150,9 @@ class PiMemory:
 
     @property
     def locations(self) -> Locations:
-        return self.settings.locations
+        """The settings' locations with the journal folders recorded now (`pimem folders add` while it runs)."""
+        self._locations = refreshed(self._locations)
+        return self._locations
 
     def connection(self) -> db.Connection:
         """This thread's connection to the index (created, with its schema, on first use)."""
@@ -187,12 +203,18 @@ class PiMemory:
 
     async def run(self, fn, *args, **kwargs):
         """Run fn(conn, *args, **kwargs) on a worker thread with that thread's connection."""
+        return await self._on(self.executor, fn, *args, **kwargs)
 
+    async def run_page(self, fn, *args, **kwargs):
+        """Run fn(conn, *args, **kwargs) on a page thread (PAGE_THREADS), never one the API's queries use."""
+        return await self._on(self.pages, fn, *args, **kwargs)
+
+    async def _on(self, executor: ThreadPoolExecutor, fn, *args, **kwargs):
         def call():
             return fn(self.connection(), *args, **kwargs)
 
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, functools.partial(call))
+        return await loop.run_in_executor(executor, functools.partial(call))
 
     def max_scope_for(self, actor: dict | None) -> str:
         """The widest scope this actor may ask for: root global, the agent and others as configured."""
@@ -221,6 +243,7 @@ class PiMemory:
 
     def close(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
+        self.pages.shutdown(wait=False, cancel_futures=True)
         with self._conn_lock:
             for conn in self._connections:
                 try:

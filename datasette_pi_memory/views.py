@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from urllib.parse import quote
 
 from datasette import Forbidden, NotFound, Response
+from markupsafe import Markup
 
 from datasette_pi_memory import api, html, identity
 from datasette_pi_memory.state import ACTION, state
@@ -110,7 +111,13 @@ FOLD_CHARS = 1200
 
 
 async def render(datasette, request, template: str, context: dict, status: int = 200) -> Response:
-    base = {
+    body = await datasette.render_template(template, {**_helpers(datasette), **context}, request=request)
+    return Response.html(body, status=status, headers={"cache-control": "no-store"})
+
+
+def _helpers(datasette) -> dict:
+    """What every page template may call: URLs, formatting, labels."""
+    return {
         "pm_urls": _urls(datasette),
         "when": html.when,
         "qs": html.qs,
@@ -129,8 +136,6 @@ async def render(datasette, request, template: str, context: dict, status: int =
         "folder": html.folder,
         "short_path": html.short_path,
     }
-    body = await datasette.render_template(template, {**base, **context}, request=request)
-    return Response.html(body, status=status, headers={"cache-control": "no-store"})
 
 
 def _urls(datasette) -> dict:
@@ -303,8 +308,16 @@ async def read_page(datasette, request):
     )
 
 
-def _session_data(conn, locations, session_id, params: dict):
-    return conversation.page(conn, locations, session_id, **params)
+def _session_view(conn, locations, session_id: str, params: dict, template, helpers: dict):
+    """A session page's data, figures and conversation HTML, all built on a page thread: rendering a
+    long conversation is CPU work that must hold neither the event loop nor the API's threads.
+    Without the HTML when there is no such session or the request names an entry (a redirect)."""
+    data = conversation.page(conn, locations, session_id, **params)
+    if data is None or params["entry"]:
+        return data, None, None
+    figures = _session_figures(conn, session_id)
+    body = template.render({**helpers, "session": data, "figures": figures})
+    return data, figures, Markup(body)
 
 
 def _session_params(args) -> dict:
@@ -328,7 +341,10 @@ async def session_page(datasette, request):
     session_id = request.url_vars["session_id"]
     try:
         params = _session_params(request.args)
-        data = await memory.run(_session_data, memory.locations, session_id, params)
+        template = datasette.get_jinja_environment(request).get_template("pi_memory_conversation.html")
+        data, figures, body = await memory.run_page(
+            _session_view, memory.locations, session_id, params, template, _helpers(datasette)
+        )
     except UserError as e:
         context = {"params": query_args(request.args), "reply": None, "error": str(e)}
         return await render(datasette, request, "pi_memory_read.html", context, status=400)
@@ -336,8 +352,8 @@ async def session_page(datasette, request):
         raise NotFound(f"No indexed session {session_id}")
     if params["entry"]:
         return Response.redirect(_entry_url(datasette, data, params["entry"]))
-    figures = await memory.run(_session_figures, session_id)
-    return await render(datasette, request, "pi_memory_session.html", {"session": data, "figures": figures})
+    context = {"session": data, "figures": figures, "conversation": body}
+    return await render(datasette, request, "pi_memory_session.html", context)
 
 
 def _entry_url(datasette, data: dict, entry_id: str) -> str:

@@ -18,7 +18,17 @@ from pimem_index.errors import Arg, UserError
 from pimem_index.humanize import counted, duration, noun
 from pimem_index.index import indexer
 from pimem_index.journal import local_time
-from pimem_index.locations import Locations, checked_journal, location_args, refuse_planted, resolve, watch_command
+from pimem_index.locations import (
+    Locations,
+    checked_journal,
+    location_args,
+    record_folders,
+    refreshed,
+    refuse_planted,
+    resolve,
+    watch_command,
+)
+from pimem_index.manage.folders import listing as folder_listing
 from pimem_index.manage.status import status as index_status
 from pimem_index.search import query, wordforms
 from pimem_index.search.request import (
@@ -62,6 +72,7 @@ __all__ = [
     "db",
     "duration",
     "figures_scope",
+    "folder_listing",
     "index_status",
     "indexer",
     "journal",
@@ -74,6 +85,8 @@ __all__ = [
     "query",
     "query_args",
     "query_terms",
+    "record_folders",
+    "refreshed",
     "refuse_planted",
     "resolve",
     "store",

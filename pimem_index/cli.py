@@ -21,8 +21,8 @@ from pimem_index import __version__, db, journal, store
 from pimem_index.errors import Arg, UserError
 from pimem_index.humanize import counted, duration
 from pimem_index.index import indexer, lease, parsing, workers
-from pimem_index.locations import Locations, checked_journal, discover, resolve
-from pimem_index.manage import forget
+from pimem_index.locations import Locations, checked_journal, discover, refreshed, resolve
+from pimem_index.manage import folders, forget
 from pimem_index.manage import status as index_status
 from pimem_index.search import query, wordforms
 from pimem_index.search import scope as scopes
@@ -108,7 +108,8 @@ def common(fn):
         metavar="DIR",
         multiple=True,
         type=click.Path(file_okay=False),
-        help="Another folder of journals (repeatable; env PIMEM_SESSIONS_DIRS)",
+        help="Another folder of journals, for this command only (repeatable; env PIMEM_SESSIONS_DIRS; "
+        "for every command: pimem folders add DIR)",
     )
     @functools.wraps(fn)
     def wrapper(db_path, sessions_dirs, **kwargs):
@@ -226,6 +227,7 @@ def _watch(conn, locations: Locations, journals, interval: float) -> None:
             if now is not None:  # the index was deleted or replaced: write the one there now
                 conn.close()
                 conn, opened = store.open_index(locations.db_path), now
+            locations = refreshed(locations)  # a folder recorded or removed since the last pass
             error = _watch_pass(conn, locations, journals, owner)
             if error is not None and error != last_error:
                 click.echo(f"pimem index --watch: a pass stopped ({error}); trying again every {interval:g}s", err=True)
@@ -245,7 +247,7 @@ def _check_in_folders(locations: Locations, path: str) -> None:
         raise UserError(
             f"{path} is not a .jsonl journal inside the journal folders ({folders}) "
             "(e.g. pimem index ~/.pi/agent/sessions/--home-u-app--/<file>.jsonl, "
-            "or add its folder: pimem index --sessions-dir DIR FILE.jsonl)"
+            "or add its folder: pimem folders add DIR)"
         ) from None
 
 
@@ -296,10 +298,89 @@ def status(locations: Locations, as_json):
     click.echo(f"Indexed:   {data['indexed_bytes'] / 1e6:,.1f} MB of journal")
     for failed in data["journals_failed"]:
         click.echo(f"Failed:    {failed['path']}: {failed['reason']} ({_local_time(failed['at'])}; tried again later)")
-    for d in data["sessions_dirs"]:
-        click.echo(f"Folder:    {d}{'' if os.path.isdir(d) else ' (missing)'}")
+    for folder in data["folders"]:
+        click.echo(f"Folder:    {_folder_line(folder)}")
     for link in data["journals_outside"]:
         click.echo(f"Outside:   {link} (a link resolving outside the journal folders: not read)")
+
+
+FOLDER_SOURCES = {
+    "default": "the agent's own",
+    "recorded": "recorded",
+    "given": "this command only",
+    "environment": "PIMEM_SESSIONS_DIRS",
+}
+
+
+def _folder_line(folder: dict) -> str:
+    """A journal folder for people: its path, where it comes from, and whether it is missing."""
+    missing = "" if folder["exists"] else ", missing"
+    return f"{folder['path']} ({FOLDER_SOURCES.get(folder['source'], folder['source'])}{missing})"
+
+
+@cli.group(name="folders")
+def folders_group():
+    """The journal folders every command and server reads: the agent's own, and those recorded here.
+
+    Recorded folders live in <agent folder>/pi-memory/folders.json; `pimem serve --sessions-dir DIR`
+    and `pimem pi install --sessions-dir DIR` record DIR too. --sessions-dir given to any other
+    command adds a folder for that command only.
+
+    \b
+    Examples:
+        pimem folders add ~/old-pi/sessions
+        pimem folders list
+        pimem folders remove ~/old-pi/sessions
+    """
+
+
+@folders_group.command(name="list")
+@common
+@click.option("--json", "as_json", is_flag=True, help="Print the folders as JSON")
+def folders_list(locations: Locations, as_json):
+    """List the journal folders and where each comes from.
+
+    \b
+    Example:
+        pimem folders list
+    """
+    data = {"folders": folders.listing(locations)}
+    if as_json:
+        emit_json(data)
+        return
+    for folder in data["folders"]:
+        click.echo(_folder_line(folder))
+
+
+@folders_group.command(name="add")
+@click.argument("dirs", nargs=-1, required=True, metavar="DIR...", type=click.Path(file_okay=False))
+@common
+def folders_add(locations: Locations, dirs):
+    """Record folders of journals for every later command, the server and the Pi tool.
+
+    \b
+    Example:
+        pimem folders add ~/old-pi/sessions
+    """
+    added = folders.add(locations, dirs)
+    for path in added:
+        click.echo(f"Recorded {path}; the next pass indexes its journals (pimem index, or a running server).")
+    if not added:
+        click.echo("Already journal folders: " + ", ".join(dirs))
+
+
+@folders_group.command(name="remove")
+@click.argument("folder", metavar="DIR", type=click.Path(file_okay=False))
+@common
+def folders_remove(locations: Locations, folder):
+    """Stop reading a recorded folder, and take its journals out of the index (never the journals).
+
+    \b
+    Example:
+        pimem folders remove ~/old-pi/sessions
+    """
+    path, dropped = folders.remove(locations, folder)
+    click.echo(f"Removed {path} from the journal folders; {counted(dropped, 'journal')} left the index.")
 
 
 @cli.command()
@@ -574,14 +655,15 @@ def _show_results(data: dict, query_text: str | None, as_json: bool) -> None:
         click.secho(data["indexing"]["note"], fg="yellow")
     terms = query_terms(query_text)
     for hit in data["results"]:
+        session = _session_of(data, hit)
         click.echo()
         when = _local_time(hit["timestamp"])
         what = hit["kind"] + (f" ({hit['tool']})" if hit.get("tool") else "")
-        click.echo(f"{click.style(when, fg='cyan')}  {what}  {hit['cwd'] or ''}")
-        click.echo(f"  id {hit['id']}  session {hit['session_id']}")
+        click.echo(f"{click.style(when, fg='cyan')}  {what}  {session.get('cwd') or ''}")
+        click.echo(f"  id {hit['id']}  session {session.get('short_id') or hit['session_id']}")
         click.echo("  " + _mark(hit["excerpt"], terms))
         if hit.get("folded"):
-            click.echo(f"  {_folded_line(hit, data['action'], query_text)}")
+            click.echo(f"  {_folded_line(hit, session, data['action'], query_text)}")
     if data.get("next_offset") is not None:
         click.echo()
         click.secho(f"[more results: --offset {data['next_offset']}]", fg="yellow")
@@ -599,12 +681,17 @@ def _elsewhere_lines(data: dict) -> list[str]:
     ]
 
 
-def _folded_line(hit: dict, action: str, query_text: str | None) -> str:
+def _session_of(data: dict, entry: dict) -> dict:
+    """What the reply's `sessions` map says of the entry's session (its short id, folder, journal)."""
+    return data.get("sessions", {}).get(entry["session_id"]) or {}
+
+
+def _folded_line(hit: dict, session: dict, action: str, query_text: str | None) -> str:
     """`and 17 more like it in this session (see them: pimem search ... --session ID)`; `action` is
     the command that found the hit (search or summaries)."""
     import shlex
 
-    command = f"pimem {action} {shlex.quote(query_text or '')} --session {hit['session_id']}"
+    command = f"pimem {action} {shlex.quote(query_text or '')} --session {session.get('short_id') or hit['session_id']}"
     return f"and {hit['folded']:,} more like it in this session (see them: {command})"
 
 
@@ -653,8 +740,9 @@ def read(locations: Locations, entry_id, as_json, no_index, **options):
     status_ = data["status"]
     if status_ == "ok":
         e = data["entry"]
-        click.secho(f"{e['kind']} {e['id']}  {_local_time(e['timestamp'])}  {e['cwd'] or ''}", bold=True)
-        click.echo(f"session {e['session_id']}  journal {e['journal']}")
+        session = _session_of(data, e)
+        click.secho(f"{e['kind']} {e['id']}  {_local_time(e['timestamp'])}  {session.get('cwd') or ''}", bold=True)
+        click.echo(f"session {e['session_id']}  journal {session.get('journal') or '?'}")
         click.echo()
         click.echo(data["text"])
         if data["next_offset"] is not None:

@@ -42,6 +42,11 @@ _CANONICAL_TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 # orjson reads integers from -2**63 to 2**64 - 1 and larger ones as floats; the fallback does the same.
 _UINT64_END = 1 << 64
+# Figures no real session reaches (an answer's tokens: a thousand times the largest context window;
+# its cost: a million dollars) are dropped like unreadable ones, so no sum of them overflows in practice
+# (and the sums use SQL's total() besides, which never does).
+MAX_TOKENS = 1 << 40  # about 1.1e12
+MAX_DOLLARS = 1e6
 
 
 @dataclass(slots=True)
@@ -105,6 +110,9 @@ class Entry:
     text: str
     tokens_before: int | None = None
     usage: Usage = NO_USAGE
+    # Where the text holds structure, not content (tool calls' argument names and object keys), as
+    # (start, end) spans in order: left out of the term index and of excerpts (`redaction.parts`).
+    labels: tuple[tuple[int, int], ...] = ()
 
 
 class Malformed(Exception):
@@ -137,14 +145,15 @@ def loads(line: bytes) -> dict:
 
 
 def _loads_leniently(line: bytes):
-    """The standard library's reading of a line orjson refused, for its strings' sake only: what
-    orjson refuses besides (nesting deeper than it reads, NaN, 1e400) stays malformed."""
+    """The standard library's reading of a line orjson refused, for its strings' sake and for numbers
+    no float holds (`1e400` is JSON: it reads as infinite, which every figure drops and no other field
+    takes); what else orjson refuses (nesting deeper than it reads, NaN, Infinity) stays malformed."""
     try:
         return _clean(
             json.loads(
                 line.decode("utf-8", "replace"),
                 parse_constant=_no_constant,
-                parse_float=_finite_float,
+                parse_float=float,
                 parse_int=_int_as_orjson_reads_it,
             )
         )
@@ -156,16 +165,9 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not JSON")
 
 
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if value - value != 0.0:  # inf or nan
-        raise ValueError(f"number out of range: {text[:20]}")
-    return value
-
-
 def _int_as_orjson_reads_it(text: str):
     value = int(text)
-    return value if INT64_MIN <= value < _UINT64_END else _finite_float(text)
+    return value if INT64_MIN <= value < _UINT64_END else float(text)
 
 
 def _clean(value):
@@ -191,7 +193,7 @@ def interpret(obj: dict, lineno: int) -> Header | SessionName | Entry | None:
         return _message_entry(obj, lineno)
     if kind == "compaction":
         return _entry(
-            obj, lineno, "compaction", _str(obj.get("summary")), tokens_before=_int64(obj.get("tokensBefore"))
+            obj, lineno, "compaction", _str(obj.get("summary")), tokens_before=_count(obj.get("tokensBefore"))
         )
     if kind == "branch_summary":
         return _entry(obj, lineno, "branch_summary", _str(obj.get("summary")))
@@ -260,11 +262,15 @@ def _message_entry(obj: dict, lineno: int) -> Entry | None:
     tool = None
     usage = NO_USAGE
     if kind == "assistant":
-        text, calls = blocks_text(message.get("content"))
+        text, calls, labels = blocks_text(message.get("content"))
         if calls:
             tools = dict.fromkeys(call.tool for call in calls if call.tool)
             tool = ",".join(tools) if tools else None
         usage = assistant_usage(message, calls)
+        if labels:
+            entry = _entry(obj, lineno, kind, text, role=role, tool=tool, message=message, usage=usage)
+            entry.labels = labels
+            return entry
     elif kind == "tool_result":
         text = content_text(message.get("content"))
         tool = _str_or_none(message.get("toolName"))
@@ -303,13 +309,13 @@ def assistant_usage(message: dict, calls: tuple[ToolCall, ...] = ()) -> Usage:
     if type(usage) is dict:
         uget = usage.get
         inp, out, cache_read, cache_write = uget("input"), uget("output"), uget("cacheRead"), uget("cacheWrite")
-        if not (type(inp) is int and 0 <= inp <= INT64_MAX):
+        if not (type(inp) is int and 0 <= inp <= MAX_TOKENS):
             inp = None
-        if not (type(out) is int and 0 <= out <= INT64_MAX):
+        if not (type(out) is int and 0 <= out <= MAX_TOKENS):
             out = None
-        if not (type(cache_read) is int and 0 <= cache_read <= INT64_MAX):
+        if not (type(cache_read) is int and 0 <= cache_read <= MAX_TOKENS):
             cache_read = None
-        if not (type(cache_write) is int and 0 <= cache_write <= INT64_MAX):
+        if not (type(cache_write) is int and 0 <= cache_write <= MAX_TOKENS):
             cache_write = None
         money = uget("cost")
         cost = _dollars(money.get("total")) if type(money) is dict else None
@@ -348,22 +354,26 @@ def content_text(content) -> str:
     return blocks_text(content)[0]
 
 
-def blocks_text(content) -> tuple[str, tuple[ToolCall, ...]]:
-    """Text, plain thinking and tool calls (name and arguments) of a message's content, and the
-    tool calls themselves; never thinking signatures, redacted reasoning or image data.
+def blocks_text(content) -> tuple[str, tuple[ToolCall, ...], tuple[tuple[int, int], ...]]:
+    """Text, plain thinking and tool calls (name and arguments) of a message's content, the
+    tool calls themselves, and where the text's labels are (`Entry.labels`: the tool calls'
+    argument names); never thinking signatures, redacted reasoning or image data.
     Block types we do not know are left out; a block that is not an object is malformed."""
     if type(content) is str:
-        return content, ()
+        return content, (), ()
     if type(content) is not list:
         if content is None:
-            return "", ()
+            return "", (), ()
         raise Malformed("content is neither text nor a list of blocks")
     parts: list[str] = []
     calls: list[ToolCall] = []
+    labels: list[int] = []
+    at = 0  # where the next non-empty part starts in the joined text
     for block in content:
         if type(block) is not dict:
             raise Malformed("a content block is not an object")
         btype = block.get("type")
+        before = len(parts)
         if btype == "text":
             parts.append(_str(block.get("text")))
         elif btype == "thinking":
@@ -373,19 +383,44 @@ def blocks_text(content) -> tuple[str, tuple[ToolCall, ...]]:
             name = _str(block.get("name"))
             arguments = block.get("arguments")
             calls.append(ToolCall(_label(block.get("id")), name or None, _file_argument(arguments)))
-            parts.append(tool_call_text(name, arguments))
+            parts.append(_labelled_call_text(name, arguments, at, labels))
         elif btype == "image":
             parts.append(IMAGE_MARKER)
         elif type(btype) is not str:
             raise Malformed("a content block's type is not a string")
-    return "\n".join(p for p in parts if p), tuple(calls) if calls else ()
+        if len(parts) > before and parts[-1]:
+            at += len(parts[-1]) + 1
+    spans = iter(labels)
+    return "\n".join(p for p in parts if p), tuple(calls) if calls else (), tuple(zip(spans, spans, strict=True))
 
 
 def tool_call_text(name: str, arguments) -> str:
     """A tool call as readable text: the name, then each argument as `key: value` (argument_lines)."""
-    return "\n".join(
-        [name, *(f"{key}: {shown}" if key is not None else shown for key, shown in argument_lines(name, arguments))]
-    )
+    return _labelled_call_text(name, arguments, 0, [])
+
+
+def _labelled_call_text(name: str, arguments, at: int, labels: list[int]) -> str:
+    """`tool_call_text`, starting at `at` in an entry's text, adding to `labels` where each argument's
+    `key: ` and each `"key":` of an object in a value sit: the structure, not the call's content."""
+    lines = [name]
+    pos = at + len(name) + 1
+    given = arguments if isinstance(arguments, dict) else {}
+    for key, shown in argument_lines(name, arguments):
+        if key is None:
+            value_at = pos
+            line = shown
+        else:
+            labels += (pos, pos + len(key) + 2)
+            value_at = pos + len(key) + 2
+            line = f"{key}: {shown}"
+        value = given.get(key) if key is not None else arguments
+        if isinstance(value, (dict, list)):  # an object's keys are labels too, when shown as its JSON
+            found: list[int] = []
+            if _labelled_json(value, value_at, found) == shown:
+                labels += found
+        lines.append(line)
+        pos += len(line) + 1
+    return "\n".join(lines)
 
 
 def argument_lines(name: str, arguments) -> list[tuple[str | None, str]]:
@@ -442,6 +477,52 @@ def edit_replacements(edits) -> list[Replacement] | None:
     return found
 
 
+def _labelled_json(value, at: int, labels: list[int]) -> str:
+    """`_json_text(value)` starting at `at`, adding to `labels` where each object key (quoted, with
+    its colon) sits. A value orjson cannot write as it is gets `_json_text`'s form, unlabelled."""
+    if not isinstance(value, (dict, list)):
+        return _json_text(value)
+    found: list[int] = []
+    try:
+        text = _json_pieces(value, at, found, 0)
+    except (orjson.JSONEncodeError, RecursionError, TypeError):
+        return _json_text(value)
+    labels += found
+    return text
+
+
+def _json_pieces(value, at: int, labels: list[int], depth: int) -> str:
+    """orjson's compact JSON of `value` written piece by piece, recording the keys' spans."""
+    if depth > 200:
+        raise RecursionError("deeper than labels are recorded")
+    if isinstance(value, dict):
+        out, pos = ["{"], at + 1
+        for i, (key, item) in enumerate(value.items()):
+            if i:
+                out.append(",")
+                pos += 1
+            label = orjson.dumps(key).decode() + ":"
+            labels += (pos, pos + len(label))
+            pos += len(label)
+            piece = _json_pieces(item, pos, labels, depth + 1)
+            out += (label, piece)
+            pos += len(piece)
+        out.append("}")
+        return "".join(out)
+    if isinstance(value, list):
+        out, pos = ["["], at + 1
+        for i, item in enumerate(value):
+            if i:
+                out.append(",")
+                pos += 1
+            piece = _json_pieces(item, pos, labels, depth + 1)
+            out.append(piece)
+            pos += len(piece)
+        out.append("]")
+        return "".join(out)
+    return orjson.dumps(value).decode()
+
+
 def _json_text(value) -> str:
     """Free-form JSON (a tool call's arguments) as compact text. orjson writes 254 levels; deeper
     ones (a line may hold 1,024) go through the standard library, and the deepest are malformed."""
@@ -487,7 +568,7 @@ class Block:
 class Shape:
     """What an entry line says beyond its text, for a page: its text (as indexed) cut into blocks,
     a tool result's call id and error flag, a bash run's command, output and exit, an assistant's
-    model and stop reason."""
+    model and stop reason, the diff Pi recorded in a tool result's `details.diff` (an edit's)."""
 
     text: str
     blocks: list[Block]
@@ -499,6 +580,7 @@ class Shape:
     exit_code: int | None = None
     cancelled: bool = False
     truncated: bool = False
+    diff: str | None = None
 
 
 def shape(obj: dict, entry: Entry) -> Shape:
@@ -519,7 +601,15 @@ def shape(obj: dict, entry: Entry) -> Shape:
         )
     if entry.kind == "tool_result":
         call_id = _str_or_none(message.get("toolCallId"))
-        return Shape(entry.text, whole, call_id=call_id, is_error=_flag(message.get("isError")))
+        details = message.get("details")
+        recorded = details.get("diff") if type(details) is dict else None
+        return Shape(
+            entry.text,
+            whole,
+            call_id=call_id,
+            is_error=_flag(message.get("isError")),
+            diff=recorded if type(recorded) is str and recorded else None,
+        )
     if entry.kind == "bash":
         command = _str(message.get("command"))
         blocks = [Block("command", Span(2, 2 + len(command)))]
@@ -711,7 +801,7 @@ def _str_or_none(value) -> str | None:
 
 
 def _int64(value) -> int | None:
-    """An integer we store (tokensBefore, version): one a 64-bit SQLite column holds."""
+    """An integer we store that places a line (a header's version): one a 64-bit SQLite column holds."""
     if value is None or (type(value) is int and INT64_MIN <= value <= INT64_MAX):
         return value
     raise Malformed("an integer field is not an integer a 64-bit column holds")
@@ -726,13 +816,14 @@ def _label(value) -> str | None:
 
 
 def _count(value) -> int | None:
-    """A token count: a whole number from 0 to what a 64-bit column holds, else None."""
-    return value if type(value) is int and 0 <= value <= INT64_MAX else None
+    """A token count: a whole number from 0 to MAX_TOKENS (more than any real session), else None."""
+    return value if type(value) is int and 0 <= value <= MAX_TOKENS else None
 
 
 def _dollars(value) -> float | None:
-    """A cost in dollars: a finite number, 0 or more, else None (orjson never reads NaN)."""
-    if (type(value) is int and 0 <= value <= INT64_MAX) or (type(value) is float and 0.0 <= value < float("inf")):
+    """A cost in dollars: a number from 0 to MAX_DOLLARS (more than any real answer), else None
+    (orjson never reads NaN; an infinite number is above the bound)."""
+    if (type(value) is int or type(value) is float) and 0 <= value <= MAX_DOLLARS:
         return float(value)
     return None
 

@@ -1,20 +1,29 @@
 """Where Pi keeps its journals and where pimem keeps its index: one rule for every command and the plugin.
 
-The agent folder and the index path (`resolve`), which journals there are (`discover`,
-`find_journals`: links resolving outside the journal folders are never followed), and which
-journal path a caller may name (`checked_journal`).
+The agent folder and the index path (`resolve`), the journal folders: the agent's own, those recorded in
+`<agent folder>/pi-memory/folders.json` (`record_folders`, `forget_folder`: every later command and server uses
+them), and those given for one run (`--sessions-dir`, `PIMEM_SESSIONS_DIRS`); which journals there are
+(`discover`, `find_journals`: links resolving outside the journal folders are never followed), and which journal
+path a caller may name (`checked_journal`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
 import os
 import stat
 import sys
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pimem_index.errors import Arg, UserError
+
+FOLDERS_FILE = "folders.json"  # in <agent folder>/pi-memory/: the recorded journal folders
+FOLDERS_EXAMPLE = "pimem folders add ~/old-pi/sessions"
 
 
 def agent_dir() -> Path:
@@ -52,18 +61,50 @@ def refuse_planted(path: Path, what: str) -> None:
 
 
 @dataclass(frozen=True)
+class Folder:
+    """One journal folder and where it comes from: `default` (the agent's sessions folder), `recorded`
+    (folders.json), `given` (--sessions-dir or the plugin's sessions_dirs, this run only) or `environment`
+    (PIMEM_SESSIONS_DIRS)."""
+
+    path: Path
+    source: str
+
+
+@dataclass(frozen=True)
 class Locations:
     """The agent folder, the journal folders and the index path, resolved once."""
 
     agent: Path
     sessions_dirs: tuple[Path, ...]
     db_path: Path
-    extra_dirs: tuple[Path, ...] = field(default=())
+    extra_dirs: tuple[Path, ...] = field(default=())  # every journal folder besides the default one
+    recorded_dirs: tuple[Path, ...] = field(default=())
+    given_dirs: tuple[Path, ...] = field(default=())
+    env_dirs: tuple[Path, ...] = field(default=())
 
     @property
     def memory_dir(self) -> Path:
         """Folder for what pimem keeps besides the index (secret, token, forgotten list)."""
         return self.agent / "pi-memory"
+
+    @property
+    def default_dir(self) -> Path:
+        """The folder Pi writes its journals to."""
+        return self.agent / "sessions"
+
+    def folders(self) -> list[Folder]:
+        """Every journal folder once, with where it comes from (the first source that names it)."""
+        sources = (
+            ("default", (self.default_dir,)),
+            ("recorded", self.recorded_dirs),
+            ("given", self.given_dirs),
+            ("environment", self.env_dirs),
+        )
+        seen: dict[Path, str] = {}
+        for source, dirs in sources:
+            for d in dirs:
+                seen.setdefault(d, source)
+        return [Folder(path, source) for path, source in seen.items()]
 
     def ensure_memory_dir(self) -> Path:
         """Create the pi-memory folder with mode 0700 (missing parents too); an existing one must be this
@@ -99,20 +140,152 @@ class Locations:
         return False
 
 
+def folder_path(value: str | Path) -> Path:
+    """A folder as pimem keeps it: ~ expanded, absolute (from the current folder), normalised."""
+    return Path(os.path.abspath(os.path.expanduser(str(value))))
+
+
 def resolve(db: str | None = None, sessions_dirs: tuple[str, ...] | list[str] = ()) -> Locations:
-    """Apply the contract: --db / PIMEM_DB, --sessions-dir / PIMEM_SESSIONS_DIRS, the agent folder."""
+    """Apply the contract: --db / PIMEM_DB, the agent folder, its recorded journal folders (folders.json),
+    and for this run --sessions-dir (`sessions_dirs`) and PIMEM_SESSIONS_DIRS."""
     agent = agent_dir()
-    extra: list[Path] = [Path(os.path.expanduser(d)) for d in sessions_dirs]
-    env_dirs = os.environ.get("PIMEM_SESSIONS_DIRS", "")
-    extra += [Path(os.path.expanduser(d)) for d in env_dirs.split(os.pathsep) if d]
-    extra = list(dict.fromkeys(extra))  # a folder given both ways counts once
-    dirs: list[Path] = [agent / "sessions"]
-    for d in extra:
-        if d not in dirs:
-            dirs.append(d)
+    given = tuple(folder_path(d) for d in sessions_dirs)
+    env = tuple(folder_path(d) for d in os.environ.get("PIMEM_SESSIONS_DIRS", "").split(os.pathsep) if d)
     db_value = db or os.environ.get("PIMEM_DB")
     db_path = Path(os.path.expanduser(db_value)) if db_value else agent / "pi-memory" / "history.sqlite"
-    return Locations(agent=agent, sessions_dirs=tuple(dirs), db_path=db_path, extra_dirs=tuple(extra))
+    return _located(agent, db_path, read_folders(agent), given, env)
+
+
+def _located(agent: Path, db_path: Path, recorded: tuple[Path, ...], given, env) -> Locations:
+    """Locations with the journal folders in order (default, recorded, given, environment), each once."""
+    default = agent / "sessions"
+    extra = tuple(d for d in dict.fromkeys((*recorded, *given, *env)) if d != default)
+    return Locations(
+        agent=agent,
+        sessions_dirs=(default, *extra),
+        db_path=db_path,
+        extra_dirs=extra,
+        recorded_dirs=recorded,
+        given_dirs=given,
+        env_dirs=env,
+    )
+
+
+def refreshed(locations: Locations) -> Locations:
+    """These locations with the folders recorded now (a long-running indexer or server picks up
+    `pimem folders add` and `remove` this way); the same object when folders.json did not change, or
+    cannot be read (the last good folders stay)."""
+    try:
+        recorded = read_folders(locations.agent)
+    except UserError:
+        return locations
+    if recorded == locations.recorded_dirs:
+        return locations
+    return _located(locations.agent, locations.db_path, recorded, locations.given_dirs, locations.env_dirs)
+
+
+def folders_path(agent: Path) -> Path:
+    return agent / "pi-memory" / FOLDERS_FILE
+
+
+_read_cache: dict[Path, tuple[tuple[int, int, int], tuple[Path, ...]]] = {}
+
+
+def read_folders(agent: Path) -> tuple[Path, ...]:
+    """The recorded journal folders (none when folders.json is absent); a one-line error when it is not
+    a list of folders. Read again only when the file changed (one stat otherwise)."""
+    path = folders_path(agent)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return ()
+    except OSError as e:
+        raise UserError(f"cannot read the recorded journal folders {path}: {e.strerror}") from None
+    key = (st.st_ino, st.st_size, st.st_mtime_ns)
+    cached = _read_cache.get(path)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    problem = "it is not JSON"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        folders = data.get("folders") if isinstance(data, dict) else None
+        if not isinstance(folders, list) or not all(isinstance(d, str) and os.path.isabs(d) for d in folders):
+            problem = 'expected {"folders": ["/absolute/path", ...]}'
+            raise ValueError(problem)
+    except (OSError, ValueError, UnicodeDecodeError):
+        raise UserError(
+            f"{path} does not hold the journal folders ({problem}); delete it and record them again",
+            FOLDERS_EXAMPLE,
+        ) from None
+    found = tuple(dict.fromkeys(Path(d) for d in folders))
+    _read_cache[path] = (key, found)
+    return found
+
+
+def record_folders(agent: Path, dirs: Iterable[str | Path]) -> list[Path]:
+    """Record journal folders in folders.json (0600, its folder 0700, written atomically) for every later
+    command and server; returns the folders that were not recorded yet (the default folder never is)."""
+    wanted = [folder_path(d) for d in dirs]
+    wanted = [d for d in dict.fromkeys(wanted) if d != agent / "sessions"]
+    if not wanted:
+        return []
+    with _folders_lock(agent):
+        recorded = read_folders(agent)
+        added = [d for d in wanted if d not in recorded]
+        if added:
+            _write_folders(agent, (*recorded, *added))
+    return added
+
+
+def forget_folder(agent: Path, folder: str | Path) -> Path:
+    """Take a folder out of folders.json; the folder as it was recorded. A one-line error for the default
+    folder and for a folder that is not recorded."""
+    path = folder_path(folder)
+    default = agent / "sessions"
+    if path == folder_path(default):
+        raise UserError(
+            f"{path} is the agent's own journal folder (where Pi writes); it is always read",
+            "pimem folders remove ~/old-pi/sessions",
+        )
+    with _folders_lock(agent):
+        recorded = read_folders(agent)
+        if path not in recorded:
+            listed = ", ".join(str(d) for d in recorded) or "none"
+            raise UserError(
+                f"{path} is not a recorded journal folder (recorded: {listed}; see pimem folders list)",
+                "pimem folders remove ~/old-pi/sessions",
+            )
+        _write_folders(agent, tuple(d for d in recorded if d != path))
+    return path
+
+
+@contextlib.contextmanager
+def _folders_lock(agent: Path) -> Iterator[None]:
+    """One writer of folders.json at a time (read, change, write), across processes."""
+    folder = agent / "pi-memory"
+    folder.mkdir(parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)
+    fd = os.open(folder / f".{FOLDERS_FILE}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _write_folders(agent: Path, folders: tuple[Path, ...]) -> None:
+    """folders.json replaced atomically, mode 0600 from its first byte."""
+    path = folders_path(agent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{FOLDERS_FILE}.", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps({"folders": [str(d) for d in folders]}, indent=2) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
 
 
 def checked_journal(locations: Locations, path: str | None) -> str | None:
@@ -204,10 +377,13 @@ def _walk_jsonl(root: str, roots: tuple[str, ...], outside: set[str]) -> Iterabl
 
 
 def location_args(locations: Locations) -> list[str]:
-    """The --db and --sessions-dir arguments that give another pimem process these locations."""
+    """The --db and --sessions-dir arguments that give another pimem process these locations: the folders
+    given for this run and by PIMEM_SESSIONS_DIRS (a service manager passes no environment); never the
+    recorded ones, which it reads itself as they are then (a folder removed since is not read again)."""
     args = ["--db", str(locations.db_path)]
     for folder in locations.extra_dirs:
-        args += ["--sessions-dir", str(folder)]
+        if folder not in locations.recorded_dirs:
+            args += ["--sessions-dir", str(folder)]
     return args
 
 

@@ -61,8 +61,6 @@ class Entry(TypedDict):
     kind: Annotated[Kind, "the entry's kind"]
     role: Annotated[str | None, "Pi's message role (`user`, `assistant`, `toolResult`, `bashExecution`, ...)"]
     tool: Annotated[str | None, "the tool a tool result answers or an assistant message called"]
-    cwd: Annotated[str | None, "the session's folder"]
-    journal: Annotated[str, "the journal file's path"]
     chars: Annotated[int, "the length of the entry's text, in characters"]
     tokens_before: NotRequired[Annotated[int | None, "compactions only: the context size before compacting"]]
 
@@ -81,12 +79,14 @@ class Hit(Entry):
 
 
 class SessionInfo(TypedDict):
-    short_id: Annotated[str, "the shortest id unique among the sessions shown"]
+    short_id: Annotated[str, "a short form of the id (its random end for Pi's UUIDv7 ids), unique in the index"]
     title: Annotated[str | None, "the session name, else its first user message, redacted and cut"]
     cwd: Annotated[str | None, "the session's folder"]
     journal: Annotated[str, "the journal file's path"]
     started: Annotated[str | None, "when the session started (UTC ISO)"]
-    parent_session_id: Annotated[str | None, "the session it was forked or cloned from"]
+    parent_session_id: Annotated[
+        str | None, "the session it was forked or cloned from (null when not indexed or not visible to the caller)"
+    ]
 
 
 class Phrases(TypedDict):
@@ -109,7 +109,7 @@ class SearchReply(TypedDict):
     hint: NotRequired[Annotated[str, "why few or no hits, and what to try"]]
     elsewhere: NotRequired[Annotated[dict[str, int], "entries each wider scope the caller may search would add"]]
     phrases: NotRequired[Annotated[Phrases, "only with quoted phrases: how far they were checked"]]
-    sessions: NotRequired[Annotated[dict[str, SessionInfo], "what belongs to each hit's session, keyed by its id"]]
+    sessions: Annotated[dict[str, SessionInfo], "what belongs to each hit's session (its folder, journal, ...), by id"]
 
 
 class Candidate(TypedDict):
@@ -137,13 +137,30 @@ class ReadReply(TypedDict):
     candidates: NotRequired[Annotated[list[Candidate], "ambiguous: the entries sharing the id"]]
     reason: NotRequired[Annotated[str, "unavailable: why the text cannot be read"]]
     around: NotRequired[Annotated[list[AroundEntry], "with `around=N`: N entries before and after on the branch"]]
-    sessions: NotRequired[Annotated[dict[str, SessionInfo], "what belongs to the entries' sessions, keyed by id"]]
+    sessions: NotRequired[Annotated[dict[str, SessionInfo], "ok: what belongs to the entry's session, by its id"]]
 
 
 class FailedJournal(TypedDict):
     path: Annotated[str, "the journal"]
     reason: Annotated[str, "why it could not be indexed"]
     at: Annotated[str, "when it last failed"]
+
+
+FolderSource = Literal["default", "recorded", "given", "environment"]
+
+
+class JournalFolder(TypedDict):
+    path: Annotated[str, "the folder"]
+    source: Annotated[
+        FolderSource,
+        "`default` the agent's own, `recorded` in pi-memory/folders.json (every command), `given` by --sessions-dir "
+        "for this command only, `environment` from PIMEM_SESSIONS_DIRS",
+    ]
+    exists: Annotated[bool, "whether the folder exists now"]
+
+
+class FoldersReply(TypedDict):
+    folders: Annotated[list[JournalFolder], "the journal folders, the agent's own first"]
 
 
 class StatusReply(TypedDict):
@@ -157,8 +174,23 @@ class StatusReply(TypedDict):
     schema_version: Annotated[int, "the index's schema version (another is rebuilt)"]
     db: Annotated[str, "the index file"]
     sessions_dirs: Annotated[list[str], "the journal folders"]
+    folders: Annotated[list[JournalFolder], "the journal folders with where each comes from"]
     journals_outside: Annotated[list[str], "links in the journal folders that lead outside them (never read)"]
     journals_failed: Annotated[list[FailedJournal], "journals that could not be indexed, most recent first"]
+
+
+class ServeStatusReply(TypedDict):
+    running: Annotated[bool, "whether a pimem serve runs (the command exits 1 when not)"]
+    url: NotRequired[Annotated[str, "where it answers"]]
+    pid: NotRequired[Annotated[int, "its process"]]
+    uptime_s: NotRequired[Annotated[float, "seconds since it started"]]
+    db: NotRequired[Annotated[str | None, "its index file"]]
+    log: NotRequired[Annotated[str, "its log (a --background server's output)"]]
+    answering: NotRequired[Annotated[bool, "whether it answered the status request"]]
+    indexing: NotRequired[Annotated[Indexing | None, "how far its indexing is (null when it does not answer)"]]
+    folders: Annotated[
+        list[JournalFolder], "the journal folders it reads (as it reports them; when it does not answer, as recorded)"
+    ]
 
 
 class IndexReply(TypedDict):

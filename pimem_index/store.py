@@ -59,6 +59,8 @@ CREATE TABLE IF NOT EXISTS files (
 );
 CREATE INDEX IF NOT EXISTS files_cwd ON files(cwd);
 CREATE INDEX IF NOT EXISTS files_session_id ON files(session_id);
+-- A fork's or a clone's parent journal (Pi's parentSession path): what finds a session's forks.
+CREATE INDEX IF NOT EXISTS files_parent_session ON files(parent_session);
 CREATE TABLE IF NOT EXISTS entries (
     rowid INTEGER PRIMARY KEY,
     file_id INTEGER NOT NULL REFERENCES files(id),
@@ -123,9 +125,11 @@ SELECT
     files.id AS file_id
 FROM files
 LEFT JOIN (
-    SELECT file_id, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
-        sum(cache_read_tokens) AS cache_read_tokens, sum(cache_write_tokens) AS cache_write_tokens,
-        sum(cost) AS cost, group_concat(DISTINCT model) AS models, count(*) AS messages
+    SELECT file_id, CAST(total(input_tokens) AS INTEGER) AS input_tokens,
+        CAST(total(output_tokens) AS INTEGER) AS output_tokens,
+        CAST(total(cache_read_tokens) AS INTEGER) AS cache_read_tokens,
+        CAST(total(cache_write_tokens) AS INTEGER) AS cache_write_tokens,
+        total(cost) AS cost, group_concat(DISTINCT model) AS models, count(*) AS messages
     FROM entries WHERE kind = 'assistant' GROUP BY file_id
 ) u ON u.file_id = files.id
 LEFT JOIN (

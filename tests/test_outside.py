@@ -42,7 +42,9 @@ def indexed_paths(conn) -> set[str]:
 
 
 def hits(conn, locations, word) -> list:
-    return query.search(conn, locations, word, scope="global")["results"]
+    """The hits, each with its session's journal and folder (from the reply's `sessions` map)."""
+    reply = query.search(conn, locations, word, scope="global")
+    return [{**hit, **reply["sessions"][hit["session_id"]]} for hit in reply["results"]]
 
 
 def test_a_symlinked_journal_pointing_outside_is_never_indexed_and_is_reported(

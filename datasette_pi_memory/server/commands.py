@@ -14,8 +14,10 @@ from datasette_pi_memory.login import mint
 from datasette_pi_memory.server import daemon, pi_tool, service
 from datasette_pi_memory.server.serve import ensure_secret, make_token
 from datasette_pi_memory.server.serve import serve as run_server
-from pimem_index import Locations, UserError, location_args
+from pimem_index import Locations, UserError, location_args, record_folders, refreshed
 from pimem_index.cli import common, emit_json
+
+DEFAULT_PORT = 8001
 
 
 def register(cli: click.Group) -> None:
@@ -27,7 +29,12 @@ def register(cli: click.Group) -> None:
 @click.group(invoke_without_command=True)
 @common
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default)")
-@click.option("--port", default=8001, show_default=True, type=click.IntRange(1, 65535), help="Port to bind")
+@click.option(
+    "--port",
+    default=None,
+    type=click.IntRange(1, 65535),
+    help=f"Port to bind [default: the one pimem pi install chose, else {DEFAULT_PORT}]",
+)
 @click.option("--no-index", is_flag=True, help="Serve without indexing in the background")
 @click.option(
     "--background", is_flag=True, help="Start detached, return once it answers (log in <agent folder>/pi-memory)"
@@ -50,8 +57,12 @@ def serve(ctx, locations: Locations, host, port, no_index, background, install, 
     """
     if ctx.invoked_subcommand is not None:
         return
+    if port is None:
+        port = default_port(locations)
     if install and uninstall:
         raise UserError("--install and --uninstall exclude each other (e.g. pimem serve --install --port 8001)")
+    if not uninstall:
+        locations = record_given(locations)
     if install or uninstall:
         lines = (
             service.install(locations, host, port, not no_index, lambda: daemon.stop(locations))
@@ -64,6 +75,21 @@ def serve(ctx, locations: Locations, host, port, no_index, background, install, 
         _start_background(locations, host, port, not no_index)
         return
     run_server(locations, host=host, port=port, background_index=not no_index)
+
+
+def default_port(locations: Locations) -> int:
+    """The port every start uses unless told: the one `pimem pi install` recorded for the tool, else 8001."""
+    return pi_tool.recorded_port(locations.agent) or DEFAULT_PORT
+
+
+def record_given(locations: Locations) -> Locations:
+    """Record the --sessions-dir folders (serve and pi install keep them for every later command and
+    server); the locations with them recorded. A folder PIMEM_SESSIONS_DIRS names too is left to it (the
+    background server gets those as flags, and must not record them)."""
+    given = [d for d in locations.given_dirs if d not in locations.env_dirs]
+    for path in record_folders(locations.agent, given):
+        click.echo(f"Recorded journal folder {path} (pimem folders list; pimem folders remove DIR)")
+    return refreshed(locations)
 
 
 def _start_background(locations: Locations, host: str, port: int, background_index: bool) -> None:
@@ -96,6 +122,8 @@ def serve_status(locations: Locations, as_json):
         emit_json(data)
     elif not data["running"]:
         click.echo("pimem serve is not running; start it: pimem serve --background")
+        for folder in data["folders"]:
+            click.echo(f"Folder:   {daemon.describe_folder(folder)}")
     else:
         click.echo(daemon.describe(data))
     if not data["running"]:
@@ -178,6 +206,7 @@ def pi_install(locations: Locations, url, no_start):
     if not url.startswith(("http://", "https://")):
         raise UserError(f"--url must be an http(s) address (e.g. --url http://127.0.0.1:8001), not {url!r}")
     address = local_address(url)
+    locations = record_given(locations)
     start = None if address is None else [*pi_tool.pimem_command(), *background_args(locations, *address)]
     written = pi_tool.install(locations.agent, url.rstrip("/"), make_token(locations), start)
     for path in written:

@@ -23,7 +23,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from pimem_index import Locations, UserError, location_args
+from pimem_index import Locations, UserError, folder_listing, location_args
 
 STATE_FILE = "server.json"
 LOG_FILE = "server.log"
@@ -330,7 +330,7 @@ def status(locations: Locations, make_token) -> dict:
     or {"running": False}."""
     record = running_server(locations)
     if record is None:
-        return {"running": False}
+        return {"running": False, "folders": folder_listing(locations)}
     data = {
         "running": True,
         "url": record["url"],
@@ -340,9 +340,12 @@ def status(locations: Locations, make_token) -> dict:
         "log": str(log_path(locations)),
         "answering": False,
         "indexing": None,
+        "folders": folder_listing(locations),
     }
     figures = _server_status(record["url"], make_token(locations))
     if figures is not None:
+        if isinstance(figures.get("folders"), list):  # what the server reads, given folders included
+            data["folders"] = figures["folders"]
         total, pending = int(figures.get("journals_total", 0)), int(figures.get("journals_pending", 0))
         data["answering"] = True
         data["indexing"] = {"complete": pending == 0, "journals_indexed": total - pending, "journals_total": total}
@@ -373,4 +376,14 @@ def describe(data: dict) -> str:
         done = "complete" if indexing["complete"] else "in progress"
         lines.append(f"Indexing: {indexing['journals_indexed']:,} of {indexing['journals_total']:,} journals ({done})")
     lines += [f"Index:    {data['db']}", f"Log:      {data['log']}"]
+    lines += [f"Folder:   {describe_folder(folder)}" for folder in data["folders"]]
     return "\n".join(lines)
+
+
+FOLDER_SOURCES = {"default": "the agent's own", "recorded": "recorded", "given": "this server only"}
+
+
+def describe_folder(folder: dict) -> str:
+    """A journal folder for people: its path, where it comes from, whether it is missing."""
+    source = FOLDER_SOURCES.get(folder["source"], "PIMEM_SESSIONS_DIRS")
+    return f"{folder['path']} ({source}{'' if folder['exists'] else ', missing'})"

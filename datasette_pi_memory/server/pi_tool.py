@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import tempfile
+import urllib.parse
 from importlib import resources
 from pathlib import Path
 
@@ -56,6 +57,23 @@ def _write_private(path: Path, data: str) -> None:
             pass
         raise
     os.chmod(path, 0o600)
+
+
+def recorded_port(agent_dir: Path) -> int | None:
+    """The port of the local URL `pimem pi install` recorded (the one every later start uses), else None."""
+    try:
+        url = json.loads(config_path(agent_dir).read_text(encoding="utf-8")).get("url")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(url, str):
+        return None
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "http" or parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    try:
+        return parts.port or 80
+    except ValueError:
+        return None
 
 
 def pimem_command() -> list[str]:

@@ -105,7 +105,8 @@ def metadata_and_config(locations: Locations, database: str, background_index: b
             PLUGIN: {
                 "db": str(locations.db_path),
                 "database": database,
-                "sessions_dirs": [str(d) for d in locations.extra_dirs],
+                # recorded folders (folders.json) the plugin reads itself, and picks up when they change
+                "sessions_dirs": [str(d) for d in locations.given_dirs if d not in locations.recorded_dirs],
                 "background_index": background_index,
                 "root": True,  # root may do everything, as with datasette --root (login.py logs root in)
             }

@@ -22,6 +22,7 @@ from pimem_index import journal, store
 from pimem_index.index.forgotten import Forgotten, ForgottenJournal
 from pimem_index.index.settings import IndexSettings, or_default
 from pimem_index.redaction import redact
+from pimem_index.redaction.parts import redact_without
 
 # Journals are read in chunks of this size (a batch's size: settings.IndexSettings).
 CHUNK_BYTES = 4 * 1024 * 1024
@@ -421,14 +422,16 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
                 + _usage_values(usage),
             )
         )
-        redacted = redact(text) if text else ""
+        # The terms: the redacted text without its labels (a tool call's argument names are not terms).
+        redacted = (redact_without(text, item.labels) if item.labels else redact(text)) if text else ""
         batch.texts.append(redacted)
         if item.timestamp:
             batch.last_timestamp = item.timestamp
         return len(redacted)
     if isinstance(item, journal.Header):
         if batch.header is None or item.session_id:
-            batch.header = item
+            # parentSession is a path the journal names (shown, linked, in Datasette's tables): redacted
+            batch.header = dataclasses.replace(item, parent_session=redacted_field(item.parent_session) or None)
         if item.session_id:
             state.session_id = item.session_id
     elif isinstance(item, journal.SessionName):

@@ -17,6 +17,7 @@ from pimem_index.errors import UserError
 from pimem_index.index import forgotten, indexer
 from pimem_index.index.forgotten import load, text_fingerprint
 from pimem_index.locations import Locations, discover
+from pimem_index.search import session_ids
 from pimem_index.search.reread import EntryRow, reread, select_entries
 
 
@@ -30,6 +31,30 @@ def _append(locations: Locations, record: dict) -> None:
     finally:
         os.close(fd)
     os.chmod(path, 0o600)
+
+
+def _named(conn: db.Connection, session_id: str | None) -> str | None:
+    """The full id of the session named by a short id or a unique prefix (`session_ids.resolve`); a name
+    that fits several sessions is a UserError, and one the index does not hold is left as given."""
+    if not session_id:
+        return session_id
+    try:
+        return session_ids.resolve(conn, session_id)
+    except session_ids.AmbiguousSession:
+        raise
+    except UserError:
+        return session_id
+
+
+def _named_in(records: list[dict], session_id: str | None) -> str | None:
+    """A forgotten session named by its full id, its short id or a unique prefix among the decisions' sessions."""
+    if not session_id:
+        return session_id
+    ids = session_ids.Ids(r["session_id"] for r in records if r.get("session_id"))
+    if session_id in ids.ids:
+        return session_id
+    found = ids.named_by(session_id) if len(session_id) >= session_ids.MIN_PREFIX else []
+    return found[0] if len(found) == 1 else session_id
 
 
 def _find_entry(conn: db.Connection, entry_id: str, session_id: str | None) -> EntryRow:
@@ -53,6 +78,7 @@ def _find_entry(conn: db.Connection, entry_id: str, session_id: str | None) -> E
 
 def forget_entry(conn: db.Connection, locations: Locations, entry_id: str, session_id: str | None = None) -> dict:
     """Record and apply forgetting one entry."""
+    session_id = _named(conn, session_id)
     try:
         row = _find_entry(conn, entry_id, session_id)
     except UserError:
@@ -86,6 +112,7 @@ def _refuse_forgotten_entry(locations: Locations, entry_id: str, session_id: str
 
 def forget_session(conn: db.Connection, locations: Locations, session_id: str) -> dict:
     """Record and apply forgetting a whole session: its journals leave `files` for `forgotten_journals`."""
+    session_id = _named(conn, session_id) or session_id
     files = conn.execute("SELECT id FROM files WHERE session_id = ?", (session_id,)).fetchall()
     if not files:
         if conn.execute(
@@ -110,6 +137,7 @@ def _delete_rows(conn: db.Connection, select: str, params: list, file_id: int) -
 def unforget(conn: db.Connection, locations: Locations, entry_id: str | None, session_id: str | None) -> dict:
     """Undo one forget and reindex the journals it touched, so the entries return."""
     state = load(locations.memory_dir)
+    session_id = _named_in(state.records, session_id)
     matches = [
         r
         for r in state.records

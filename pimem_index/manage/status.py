@@ -7,6 +7,7 @@ from pathlib import Path
 from pimem_index import db, store
 from pimem_index.index import forgotten, indexer
 from pimem_index.locations import Locations, find_journals
+from pimem_index.manage.folders import listing
 
 
 def status(conn: db.Connection, locations: Locations) -> dict:
@@ -48,6 +49,7 @@ def status(conn: db.Connection, locations: Locations) -> dict:
         "schema_version": store.SCHEMA_VERSION,
         "db": str(db_path),
         "sessions_dirs": [str(d) for d in locations.sessions_dirs],
+        "folders": listing(locations),
         "journals_outside": outside,
         "journals_failed": indexer.failed_journals(conn),
     }

@@ -108,10 +108,18 @@ _ANNOTATION_RE = re.compile(
     rb"(?:[a-z_][a-z0-9_]*\.)*[A-Z][A-Za-z]*[a-z][A-Za-z]*(?:\[[^\]\n]{0,200}\])?[ \t]*(?:[,=)|]|$)"
 )
 _TEMPLATE_RE = re.compile(rb"\$?\{[A-Za-z_][A-Za-z0-9_.]*\}")
-_CODE_HINT_RE = re.compile(rb"[\"'()\[\]{}]| [-+*/%|&<>=]=? |->| (?:if|else|or|and|not|in|is) ")
+_CODE_HINT_RE = re.compile(rb"[\"'(\[\]{}]|\)(?![A-Za-z0-9])| [-+*/%|&<>=]=? |->| (?:if|else|or|and|not|in|is) ")
 _DOC_HEAD_RE = re.compile(rb"(?::param|:type|@param|:arg|:raises?)[ \t]")
 _AUTH_TUPLE_RE = re.compile(
     rb"(?:HTTP(?:Basic|Digest)Auth)?\([ \t]*[\"'][^\"'\n]{0,256}[\"'][ \t]*,[ \t]*[\"'](?P<s>[^\"'\n]{1,256})[\"']"
+)
+
+
+# a call that sets its first (or second) argument to the next one: os.Setenv("API_KEY", ...),
+# localStorage.setItem(...), define(...), ENV.store(...), setattr(self, "token", ...)
+_SETTER_CALL_RE = re.compile(
+    rb"(?<![a-z0-9_])(?:(?:set|put|store|define)[a-z0-9_]*|[a-z0-9_]*(?:setenv|putenv))"
+    rb"[ \t]*\((?:[ \t]*[a-z_][a-z0-9_.]*[ \t]*,)?[ \t]*\\{0,3}[\"']\Z"
 )
 
 
@@ -127,16 +135,24 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
     kw = bl[kw_start:kw_end]
     kstart = _key_start(bl, kw_start)
     prefix = bl[kstart:kw_start].replace(b"%5f", b"_").replace(b"%2d", b"-").replace(b"%2e", b".")
-    sep = m.group(g + "sep")
+    sep = m.group(g + "sep") or (b"," if m.start(g + "cs") >= 0 else None)
     vpos = m.start(g + "v")
     if m.start(g + "ws") >= 0:
         # ``--password value``: only command-line flags take a space.
         if not prefix.startswith(b"-"):
             return None
+    if m.start(g + "sub") >= 0 and sep != b"=":
+        return None  # os.environ["DB_PASSWORD"] = ...: a subscript is set with =
+    if sep == b"," and not _SETTER_CALL_RE.search(bl, max(0, kstart - 80), kstart):
+        return None  # ("username", "password", "email"): a list of names, not setenv("PASSWORD", "...")
     before = bl[kstart - 1] if kstart else 0x0A
-    if before in b":{" or (before == 0x3C and bl[kstart - 3 : kstart - 1] == b"?p"):
-        # arn:aws:secretsmanager:...:secret:name, AWS::IAM::AccessKey,
-        # f"{token:02x}", (?P<access_key>...): names, not assignments
+    if before == 0x24 and sep == b":":
+        return None  # $STRIPE_KEY: (a shell expansion before a colon), not a key
+    if (before == 0x3A and (sep == b":" or bl[kstart - 2 : kstart - 1] == b":")) or (
+        before == 0x3C and bl[kstart - 3 : kstart - 1] == b"?p"
+    ):
+        # arn:aws:secretsmanager:...:secret:name, AWS::IAM::AccessKey, (?P<access_key>...): names,
+        # not assignments; $env:TOKEN=..., :password => ..., x:api_key=... are
         return None
     if family == "key":
         stripped = prefix.rstrip(b"_.-")
@@ -187,6 +203,8 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
     quoted = quoted_value(b, vpos) or entity_quoted(bl, vpos)
     if quoted is not None:
         vstart, vend = quoted
+    elif before == 0x7B or sep == b",":
+        return None  # f"{token:02x}" (a format), setItem("token", token); {password: "..."} is quoted
     else:
         if b[vpos : vpos + 1] in b"{[(#\"'`":
             return None  # an object, a list, a call, a comment, a closing quote
@@ -215,7 +233,12 @@ def _assignment_span(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes) -> Sp
         return None  # f"share-{portfolio_id}", `${token}`: interpolated at run time
     if quoted is not None and _CONCAT_RE.search(value):
         return None  # "TOKEN=" + prefix + "...": the quotes close and reopen a code string
-    if quoted is None and m.start(g + "kq") >= 0 and IDENT_RE.fullmatch(bare):
+    if (
+        quoted is None
+        and m.start(g + "kq") >= 0
+        and IDENT_RE.fullmatch(bare)
+        and not (m.start(g + "sub") >= 0 and HAS_DIGIT_RE.search(bare))
+    ):
         return None  # {"password": pw_var}: JSON would quote a string, so this is code
     if (family in ("token", "key", "auth", "cred") or (kw == b"pass" and sep == b":")) and _WORDS_RE.fullmatch(value):
         return None  # "input_token": "marker", "session-token": machine secrets are not plain words
@@ -278,19 +301,35 @@ def _flag_lb(*words: bytes) -> bytes:
     return rb"(?:" + rb"|".join(alts) + rb")"
 
 
+_STATEMENT = (
+    rb"(?:return|var|let|const|if|else|for|while|do|function|this|new|throw|break|continue|try|catch|switch|case"
+    rb"|async|await|yield|delete|typeof|void|echo|export|cd|then|fi|done)"
+)
+# A character of an unquoted value. A ; or & inside it (no whitespace before, a value character after)
+# is part of it, unless the next item of a query or connection string follows (&next=, ;Encrypt=) or it
+# opens an HTML entity (&quot;) or a statement (minified code: x=l;return); so is
+# a ) before a letter or digit (pa)ss, not connect(password=x).cursor()).
+_VALUE_CHAR = (
+    rb"[^\s\"'`,;&<>)\]}\\|]"
+    rb"|[;&](?=[^\s\"'`,;&<>)\]}\\|])(?![a-z_][a-z0-9_.-]{0,64}=|#?[a-z0-9]{1,10};|" + _STATEMENT + rb"\b)"
+    rb"|\)(?=[a-z0-9])"
+)
+
+
 def _kw(family: str, scan: bytes, pattern: bytes, flag_words: tuple[bytes, ...], back: int = 0) -> Rule:
     """A secret_assignment rule: ``pattern`` continues the keyword after the
     scan literal and ends with an empty group ``k`` at the keyword's end;
     ``back`` is how many keyword bytes precede the scan literal."""
     sep = (
-        rb"(?P<kq>\\{0,3}[\"']|" + ENTITY_QUOTE + rb")?"  # closing quote of the key, maybe escaped
+        # the closing quote of the key, maybe escaped, and of a subscript: os.environ["DB_PASSWORD"]
+        rb"(?:(?P<kq>\\{0,3}[\"']|" + ENTITY_QUOTE + rb")(?P<sub>\])?)?"
         rb"(?:[ \t]*(?P<sep>=>|:=|=(?!=)|:(?![:/])|>|%3d|&#x3d;|&#0*61;|&equals;)[ \t]*|"
-        + _flag_lb(*flag_words)
-        + rb"(?P<ws>[ \t]+))"
+        # a quoted name and a quoted value as a setter's arguments: setenv("API_KEY", "...")
+        rb"(?<=[\"'])[ \t]*(?P<cs>,)[ \t]*(?=\\{0,3}[\"'])|" + _flag_lb(*flag_words) + rb"(?P<ws>[ \t]+))"
     )
     # The value is consumed (possessively) so the scan resumes after it:
     # "password=password=..." costs one match, not one per repetition.
-    value = rb"(?P<v>(?:\\{0,3}[\"'`])?[^\s\"'`,;&<>)\]}\\|]{0,4096}+)"
+    value = rb"(?P<v>(?:\\{0,3}[\"'`])?(?:" + _VALUE_CHAR + rb"){0,4096}+)"
     return Rule(
         "secret_assignment",
         "",
@@ -350,6 +389,51 @@ def _config_pair(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict
     return [(s, e)]
 
 
+# ---------------------------------------------------------------------------
+# Lines where whitespace separates a variable's name from its value
+# ---------------------------------------------------------------------------
+
+_LINE_HEAD_RE = re.compile(rb"(?:\A|\n|\\n)[ \t]*(?P<cmd>set|)\Z")
+_ENV_LINE_VALUE_RE = re.compile(rb"[^\s\"'\\;&|]{1,4096}")
+
+
+def _env_line(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Iterable[Span]:
+    """``ENV API_KEY value`` (a Dockerfile's legacy form), ``setenv DB_PASSWORD value`` (csh) and
+    ``set -gx API_TOKEN value`` (fish): the value, when the line starts so and the name is a secret's."""
+    head = _LINE_HEAD_RE.search(bl, max(0, m.start() - 64), m.start())
+    if head is None or (head.group("cmd") and rule.scan != b"env "):
+        return ()  # the line starts with ENV, setenv or set -x
+    name = m.group(g + "n")
+    if not _SECRET_NAME_RE.search(name) or _NOT_SECRET_NAME_RE.fullmatch(name):
+        return ()
+    vpos = m.end()
+    quoted = quoted_value(b, vpos)
+    if quoted is None:
+        v = _ENV_LINE_VALUE_RE.match(b, vpos)
+        if v is None:
+            return ()
+        quoted = v.span()
+    s, e = quoted
+    value = b[s:e]
+    if e <= s or is_placeholder(value) or is_expression(value) or (DIGITS_RE.fullmatch(value) and len(value) < 12):
+        return ()
+    return [(s, e)]
+
+
+_NAME_THEN_VALUE = rb"(?P<n>[a-z_][a-z0-9_]{0,64})[ \t]+(?=[^\s])"
+
+_ENV_LINE_RULES: list[Rule] = [
+    Rule("secret_assignment", "", b"env ", rb"[ \t]*" + _NAME_THEN_VALUE, fold=True, handler=_env_line),
+    Rule(
+        "secret_assignment",
+        "",
+        b"set -",
+        rb"(?:-?[a-z]+)(?:[ \t]+-{1,2}[a-z]+)*[ \t]+" + _NAME_THEN_VALUE,
+        fold=True,
+        handler=_env_line,
+    ),
+]
+
 _CONFIG_PAIR_RULES: list[Rule] = [
     Rule(
         "config_pair",
@@ -371,40 +455,49 @@ ASSIGNMENT_DESCRIPTION = (
 )
 
 
-RULES: list[Rule] = [
-    _kw("password", b"p", rb"ass(?:word|wd|phrase)?s?[0-9]*(?P<k>)", (b"pass", b"password", b"passwd", b"passphrase")),
-    _kw("password", b"p", rb"wd[0-9]*(?P<k>)", (b"pwd",)),
-    Rule(
-        "netrc",
-        ".netrc entries: machine host login user password PASS",
-        b"p",
-        rb"assword(?<![a-z0-9_.-]password)[ \t]+(?P<s>[^\s\"'\\]{1,256})"
-        rb"(?=[ \t]*(?:[\r\n\"'`<\\]|\Z|(?:account|machine|login|default|macdef)[ \t]))",
-        fold=True,
-        check=_netrc_check,
-    ),
-    _kw("key", b"k", rb"ey[0-9]*(?P<k>)", (b"key",)),
-    _kw("token", b"k", rb"en(?<=token)[0-9]*(?P<k>)", (b"token",), back=2),
-    _kw("secret", b"c", rb"ret(?<=secret)[0-9]*(?P<k>)", (b"secret",), back=2),
-    _kw("cred", b"c", rb"red(?:ential)?s?(?P<k>)", (b"cred", b"creds", b"credential", b"credentials")),
-    Rule(
-        "authorization_header",
-        "Authorization / Proxy-Authorization header values (Bearer, Basic, token, Bot...)",
-        b"uth",
-        rb"orization(?<=authorization)(?:\\{0,3}[\"'])?[ \t]*[:=][ \t]*(?P<oq>\\{0,3}[\"'])?[ \t]*"
-        rb"(?:(?P<sc>bearer|basic|token|bot|digest|negotiate|ntlm|apikey|api-key|sso-key|key|jwt|aws4-hmac-sha256)"
-        rb"[ \t]+)?"
-        rb"(?P<s>[^\s\"'\\,;<>{}]{1,4096}(?:[ \t]*,[ \t]*[a-z]{1,32}=[^\s\"'\\,;<>]{1,512}){0,8})",
-        fold=True,
-        check=_auth_header_check,
-    ),
-    _kw("auth", b"uth", rb"(?<=auth)(?P<k>)", (b"auth",), back=1),
-    Rule(
-        "bearer_token",
-        "Bearer tokens outside an Authorization header",
-        b"b",
-        rb"earer[ \t]+(?P<s>[a-z0-9._~+/-]{16,4096}=*)",
-        fold=True,
-        check=group_not_placeholder("s"),
-    ),
-] + _CONFIG_PAIR_RULES
+RULES: list[Rule] = (
+    [
+        _kw(
+            "password",
+            b"p",
+            rb"ass(?:word|wd|phrase)?s?[0-9]*(?P<k>)",
+            (b"pass", b"password", b"passwd", b"passphrase"),
+        ),
+        _kw("password", b"p", rb"wd[0-9]*(?P<k>)", (b"pwd",)),
+        Rule(
+            "netrc",
+            ".netrc entries: machine host login user password PASS",
+            b"p",
+            rb"assword(?<![a-z0-9_.-]password)[ \t]+(?P<s>[^\s\"'\\]{1,256})"
+            rb"(?=[ \t]*(?:[\r\n\"'`<\\]|\Z|(?:account|machine|login|default|macdef)[ \t]))",
+            fold=True,
+            check=_netrc_check,
+        ),
+        _kw("key", b"k", rb"ey[0-9]*(?P<k>)", (b"key",)),
+        _kw("token", b"k", rb"en(?<=token)[0-9]*(?P<k>)", (b"token",), back=2),
+        _kw("secret", b"c", rb"ret(?<=secret)[0-9]*(?P<k>)", (b"secret",), back=2),
+        _kw("cred", b"c", rb"red(?:ential)?s?(?P<k>)", (b"cred", b"creds", b"credential", b"credentials")),
+        Rule(
+            "authorization_header",
+            "Authorization / Proxy-Authorization header values (Bearer, Basic, token, Bot...)",
+            b"uth",
+            rb"orization(?<=authorization)(?:\\{0,3}[\"'])?[ \t]*[:=][ \t]*(?P<oq>\\{0,3}[\"'])?[ \t]*"
+            rb"(?:(?P<sc>bearer|basic|token|bot|digest|negotiate|ntlm|apikey|api-key|sso-key|key|jwt|aws4-hmac-sha256)"
+            rb"[ \t]+)?"
+            rb"(?P<s>[^\s\"'\\,;<>{}]{1,4096}(?:[ \t]*,[ \t]*[a-z]{1,32}=[^\s\"'\\,;<>]{1,512}){0,8})",
+            fold=True,
+            check=_auth_header_check,
+        ),
+        _kw("auth", b"uth", rb"(?<=auth)(?P<k>)", (b"auth",), back=1),
+        Rule(
+            "bearer_token",
+            "Bearer tokens outside an Authorization header",
+            b"b",
+            rb"earer[ \t]+(?P<s>[a-z0-9._~+/-]{16,4096}=*)",
+            fold=True,
+            check=group_not_placeholder("s"),
+        ),
+    ]
+    + _CONFIG_PAIR_RULES
+    + _ENV_LINE_RULES
+)

@@ -6,14 +6,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from pimem_index.redaction.rule import Handler, Rule, Span, all_of, orig_at
-from pimem_index.redaction.values import group_not_placeholder, is_placeholder
+from pimem_index.redaction.rule import Handler, Rule, Span, all_of, not_after_word, orig_at
+from pimem_index.redaction.values import group_not_placeholder, is_placeholder, looks_random
 
+# an unquoted argument: a ; or & inside it (no whitespace before, more after) is part of it
+_ARG = rb"[^\s\"'\\;|&<>-](?:[^\s\"'\\;|&<>]|[;&](?=[^\s\"'\\;|&<>])){0,255}"
 _MYSQL_P_RE = re.compile(
-    rb"[ \t]-p(?:(?P<s>[^\s\"'\\;|&<>-][^\s\"'\\;|&<>]{0,255})|[\"'](?P<s2>[^\"'\n\\]{1,256})[\"']"
-    rb"|[ \t]+(?P<s3>[^\s\"'\\;|&<>-][^\s\"'\\;|&<>]{0,255}))"
+    rb"[ \t]-p(?:(?P<s>" + _ARG + rb")|[\"'](?P<s2>[^\"'\n\\]{1,256})[\"']"
+    rb"|[ \t]+(?P<s3>" + _ARG + rb"))"
 )
-_COMMAND_END_RE = re.compile(rb"\n|\\n|[;|]|&&|mysql|mariadb")
+_COMMAND_END_RE = re.compile(rb"\n|\\n|;(?![^\s])|\||&&|mysql|mariadb")
 
 
 def _mysql(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Iterator[Span]:
@@ -33,10 +35,11 @@ def _mysql(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> I
 # Passwords on the command line of well-known tools
 # ---------------------------------------------------------------------------
 
-CMD_END_RE = re.compile(rb"\n|\\n|[;|]|&&")
+# a ; ends a command only before whitespace: inside a word (-ppa;ss) it is part of a value
+CMD_END_RE = re.compile(rb"\n|\\n|;(?![^\s])|\||&&")
 _FLAG_VALUE = (
     rb"(?:[ \t]+|=)(?:\"(?P<s>[^\"\n\\]{1,256})\"|'(?P<s2>[^'\n\\]{1,256})'"
-    rb"|(?P<s3>[^\s\"'\\;|&<>-][^\s\"'\\;|&<>]{0,255}))"
+    rb"|(?P<s3>" + _ARG + rb"))"
 )
 
 
@@ -75,6 +78,31 @@ def _htpasswd(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -
         if e > s and not is_placeholder(b[s:e]):
             return [(s, e)]
     return ()
+
+
+def _credential_flag(command: bytes, flags: bytes, after: bytes = b"") -> bytes:
+    """Pattern, right after the literal ``command`` (not glued to a word before it) and ``after``: the rest
+    of its line up to one of ``flags`` and its ``user:password``, either part maybe empty (``-u KEY:``,
+    ``-u :TOKEN``)."""
+    return (
+        not_after_word(command, rb"a-z0-9_./-")
+        + after
+        + rb"(?:(?!"
+        + command
+        + rb"[ \t])(?:[^\n\\]|\\(?s:.))){0,2000}?[ \t](?:"
+        + flags
+        + rb")(?:[ \t]+|=)?[\"']?(?P<u>[^\s:\"'\\]{0,256}):(?P<s>[^\s\"'\\]{0,256})"
+    )
+
+
+def _user_password(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict) -> Iterable[Span]:
+    """The password of ``user:password``; with an empty password, the user when it is a key (machine-made:
+    ``-u KEY:``), not a name (``-u admin:``)."""
+    s, e = m.span(g + "s")
+    if e > s:
+        return () if is_placeholder(b[s:e]) else [(s, e)]
+    s, e = m.span(g + "u")
+    return [(s, e)] if e > s and looks_random(b[s:e]) and not is_placeholder(b[s:e]) else ()
 
 
 _CLI_TOOLS = (
@@ -163,12 +191,28 @@ RULES: list[Rule] = [
     ),
     Rule(
         "curl_user",
-        "curl -u user:pass and --user user:pass",
+        "user:password on the command line of curl (-u, --user) and HTTPie or xh (-a, --auth), also with an empty "
+        "part: -u KEY: (a key as the user, as Stripe documents) and -u :TOKEN",
         b"c",
-        rb"url(?:(?!curl)(?:[^\n\\]|\\(?s:.))){0,2000}?[ \t](?:-u|--user)(?:[ \t]+|=)?[\"']?"
-        rb"(?P<u>[^\s:\"'$\\]{1,256}):(?P<s>[^\s\"'\\]{1,256})",
+        rb"url" + _credential_flag(b"curl", rb"-u|--user"),
         fold=True,
-        check=group_not_placeholder("s"),
+        handler=_user_password,
+    ),
+    Rule(
+        "curl_user",
+        "",
+        b"http",
+        _credential_flag(b"http", rb"-a|--auth", rb"s?(?=[ \t])"),
+        fold=True,
+        handler=_user_password,
+    ),
+    Rule(
+        "curl_user",
+        "",
+        b"xh",
+        _credential_flag(b"xh", rb"-a|--auth", rb"s?(?=[ \t])"),
+        fold=True,
+        handler=_user_password,
     ),
     Rule(
         "mysql_password",

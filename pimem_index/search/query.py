@@ -18,7 +18,7 @@ from pimem_index import db, store
 from pimem_index.errors import Arg, UserError
 from pimem_index.locations import Locations, discover
 from pimem_index.redaction import redact
-from pimem_index.search import results, wordforms
+from pimem_index.search import results, session_info, wordforms
 from pimem_index.search.request import ReadRequest, SearchRequest, query_terms
 from pimem_index.search.reread import (
     ENTRY_COLUMNS,
@@ -26,11 +26,21 @@ from pimem_index.search.reread import (
     entry_json,
     excerpt,
     reread,
+    reread_entry,
     select_entries,
     unavailable_reason,
     unavailable_text,
 )
-from pimem_index.search.scope import SCOPES, Scope, allowed, project_root, request_scope, session_of
+from pimem_index.search.scope import (
+    SCOPES,
+    Scope,
+    allowed,
+    project_root,
+    request_scope,
+    session_of,
+    visible_sessions,
+)
+from pimem_index.search.turn import current_turn
 
 CANDIDATES = 400
 PAGE_CHARS = 16_000
@@ -147,6 +157,10 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
     terms, limit = list(request.terms), request.limit
     sc = request_scope(conn, request)
     where, params = _filters(sc, request.since, request.until, list(request.kinds))
+    own = current_turn(conn, request.journal_path)
+    if own:  # the caller's own turn (its memory_context call) is never a hit
+        where += f" AND e.rowid NOT IN ({','.join('?' * len(own))})"
+        params.extend(own)
     reply: dict = {"action": request.action, **sc.as_json()}
     if not terms:
         rows = select_entries(
@@ -171,18 +185,34 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
             reply["hint"] = "no entry has every term; showing entries with any of them"
     reply["offset"] = request.offset
     reply["next_offset"] = request.offset + limit if more else None
+    reply["sessions"] = _sessions(conn, locations, request, [hit["session_id"] for hit in reply["results"]])
     if terms and request.offset == 0 and len(reply["results"]) < limit:
         _say_where_else(conn, request, sc, reply)
     reply["indexing"] = indexing_state(conn, locations)
     return reply
 
 
+def _sessions(conn, locations: Locations, request: SearchRequest | ReadRequest, session_ids: list) -> dict:
+    """The reply's `sessions` map for the sessions its entries belong to, parents only where the cap allows."""
+    return session_info.sessions_map(conn, locations, session_ids, lambda ids: visible_sessions(conn, request, ids))
+
+
 def _page_of_ranked(conn, locations: Locations, request: SearchRequest, sc: Scope, scored: list, reply: dict) -> bool:
     """The request's page of the ranked candidates into `reply` (results, folded, phrases), with
     repeats folded outside a session search (a session search shows each); whether more remain."""
+    labels: dict[int, tuple[tuple[int, int], ...]] = {}  # the labels of each entry read (its rowid)
+
+    def text_of(row: EntryRow) -> str | None:
+        entry = reread_entry(conn, row, locations)
+        if entry is None:
+            return None
+        if entry.labels:
+            labels[row.rowid] = entry.labels
+        return entry.text
+
     found = results.page(
         scored,
-        lambda row: reread(conn, row, locations),
+        text_of,
         redact,
         offset=request.offset,
         limit=request.limit,
@@ -192,8 +222,9 @@ def _page_of_ranked(conn, locations: Locations, request: SearchRequest, sc: Scop
     terms = list(request.terms)
     reply["results"] = []
     for hit in found.hits:
-        text = hit.text if hit.read else reread(conn, hit.row, locations)
-        reply["results"].append({**_hit_json(locations, hit.row, hit.score, terms, text), "folded": hit.folded})
+        text = hit.text if hit.read else text_of(hit.row)
+        hit_json = _hit_json(locations, hit.row, hit.score, terms, text, labels.get(hit.row.rowid, ()))
+        reply["results"].append({**hit_json, "folded": hit.folded})
     reply["folded"] = sum(hit.folded for hit in found.hits)
     if request.phrases:
         reply["phrases"] = _phrases_json(request.phrases, found)
@@ -433,18 +464,27 @@ def _epoch(ts: str) -> float:
 
 
 def _hit(conn, locations: Locations, row: EntryRow, score: float | None, terms: list[str]) -> dict:
-    return _hit_json(locations, row, score, terms, reread(conn, row, locations))
+    entry = reread_entry(conn, row, locations)
+    return _hit_json(locations, row, score, terms, entry.text if entry else None, entry.labels if entry else ())
 
 
-def _hit_json(locations: Locations, row: EntryRow, score: float | None, terms: list[str], text: str | None) -> dict:
-    """A hit's keys: the entry's, its excerpt from its reread `text` (None: unavailable) and its score."""
+def _hit_json(
+    locations: Locations,
+    row: EntryRow,
+    score: float | None,
+    terms: list[str],
+    text: str | None,
+    labels: tuple[tuple[int, int], ...] = (),
+) -> dict:
+    """A hit's keys: the entry's, its excerpt from its reread `text` (None: unavailable) without its
+    `labels`, and its score."""
     hit = entry_json(row)
     if text is None:
         hit["reason"] = unavailable_reason(row, locations)
         hit["excerpt"] = unavailable_text(hit["reason"])
         hit["stale"] = True
     else:
-        hit["excerpt"] = excerpt(text, terms)
+        hit["excerpt"] = excerpt(text, terms, labels=labels)
     hit["score"] = float(f"{score:.6g}") if score is not None else None
     return hit
 
@@ -495,6 +535,7 @@ def read(conn: db.Connection, locations: Locations, request: ReadRequest | str |
         "offset": offset,
         "next_offset": end if end < total else None,
         "total_chars": total,
+        "sessions": _sessions(conn, locations, request, [row.session_id]),
     }
 
 

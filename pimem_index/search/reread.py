@@ -19,6 +19,7 @@ from typing import NamedTuple
 from pimem_index import db, journal, store
 from pimem_index.locations import Locations
 from pimem_index.redaction import redact, redact_part
+from pimem_index.redaction.parts import redact_without
 from pimem_index.search import wordforms
 
 EXCERPT_CHARS = 300
@@ -59,7 +60,8 @@ def select_entries(conn: db.Connection, where: str, params: Sequence = ()) -> li
 
 
 def entry_json(row: EntryRow) -> dict:
-    """The contract's entry keys (and a few more) from an entry's row."""
+    """The contract's entry keys (and a few more) from an entry's row; what belongs to its session (cwd,
+    journal) is in the reply's `sessions` map (`session_info`)."""
     data = {
         "id": row.id,
         "session_id": row.session_id,
@@ -67,8 +69,6 @@ def entry_json(row: EntryRow) -> dict:
         "kind": row.kind,
         "role": row.role,
         "tool": row.tool,
-        "cwd": row.cwd,
-        "journal": row.path,
         "chars": row.chars,
     }
     if row.kind == "compaction":
@@ -85,6 +85,12 @@ def reread(conn: db.Connection, row: EntryRow, locations: Locations) -> str | No
     """
     checked = _checked_line(conn, row, locations)
     return checked[1].text if checked else None
+
+
+def reread_entry(conn: db.Connection, row: EntryRow, locations: Locations) -> journal.Entry | None:
+    """The entry `reread` reads, as the journal module reads it (its text and labels, unredacted)."""
+    checked = _checked_line(conn, row, locations)
+    return checked[1] if checked else None
 
 
 def reread_shape(conn: db.Connection, row: EntryRow, locations: Locations) -> journal.Shape | None:
@@ -124,7 +130,10 @@ def unavailable_reason(row: EntryRow, locations: Locations) -> str:
         return f"the journal {row.path} no longer exists"
     if not locations.contains(path):
         folders = ", ".join(str(d) for d in locations.sessions_dirs)
-        return f"the journal {row.path} is outside the journal folders ({folders}), so it is not read"
+        return (
+            f"the journal {row.path} is outside the journal folders ({folders}), so it is not read; "
+            "add its folder for every command with: pimem folders add DIR"
+        )
     if not os.access(path, os.R_OK):
         return f"the journal {row.path} cannot be read (permission denied)"
     return "the journal line changed since it was indexed; the journal is queued for reindexing"
@@ -142,15 +151,17 @@ def _queue_reindex(conn, file_id: int) -> None:
         pass  # read-only or busy: the next pass's fingerprint checks find the change anyway
 
 
-def excerpt(text: str, terms: list[str], width: int = EXCERPT_CHARS) -> str:
-    """Redacted text around the first matching term, on one line, at most about `width` characters."""
+def excerpt(text: str, terms: list[str], width: int = EXCERPT_CHARS, labels: Sequence[tuple[int, int]] = ()) -> str:
+    """Redacted text around the first matching term, on one line, at most about `width` characters;
+    the entry's `labels` (journal.Entry.labels: argument names) are left out, as from its terms."""
     if len(text) > WHOLE_REDACT_CHARS:
         pos = _first_term(text, terms)
         start = text.rfind("\n", 0, max(0, pos - EXCERPT_WINDOW // 2)) + 1
         end = text.find("\n", pos + EXCERPT_WINDOW // 2)
-        clean = redact_part(text, start, len(text) if end < 0 else end)
+        end = len(text) if end < 0 else end
+        clean = redact_without(text, labels, start, end) if labels else redact_part(text, start, end)
     else:
-        clean = redact(text)
+        clean = redact_without(text, labels) if labels else redact(text)
     pos = _first_term(clean, terms) if terms else 0
     lead = width // 3 if terms else 0
     start = max(0, pos - lead)

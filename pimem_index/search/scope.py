@@ -12,12 +12,14 @@ is the one rule that keeps other scopes' entries out.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
 from pimem_index import db, store
 from pimem_index.errors import Arg, UserError
 from pimem_index.replies import ScopeName
+from pimem_index.search import session_ids
 
 SCOPES: tuple[str, ...] = tuple(s.value for s in ScopeName)  # narrowest first; plain strings for JSON keys
 EXAMPLE_CWD = "/home/u/Apps/prjct"  # examples in messages
@@ -247,34 +249,10 @@ def resolve_scope(
     return Scope("global")
 
 
-# A session may be named by the start of its id, at least this long and naming one session.
-MIN_SESSION_PREFIX = 8
-
-
 def known_session(conn: db.Connection, session_id: str) -> str:
-    """The full id of a session the index holds, named whole or by a unique prefix of
-    MIN_SESSION_PREFIX characters or more; an unknown or ambiguous one is a UserError."""
-    if conn.execute("SELECT 1 FROM files WHERE session_id = ? LIMIT 1", (session_id,)).fetchone():
-        return session_id
-    if len(session_id) >= MIN_SESSION_PREFIX:
-        ids = [
-            row[0]
-            for row in conn.execute(
-                "SELECT DISTINCT session_id FROM files WHERE substr(session_id, 1, ?) = ? LIMIT 2",
-                (len(session_id), session_id),
-            )
-        ]
-        if len(ids) == 1:
-            return ids[0]
-        if ids:
-            raise UserError(
-                f"session {session_id!r} starts several sessions ({ids[0]}, {ids[1]}, ...): give more of its id",
-                Arg("session_id", ids[0]),
-            )
-    raise UserError(
-        f"no session {session_id!r} in the index: give its id or its first {MIN_SESSION_PREFIX} characters or more",
-        Arg("session_id", "0b6e6f2c"),
-    )
+    """The full id of a session the index holds, named by its id, its short id or a unique prefix
+    (`session_ids.resolve`); an unknown or ambiguous one is a UserError."""
+    return session_ids.resolve(conn, session_id)
 
 
 def _check_session_within(
@@ -309,3 +287,27 @@ def session_of(conn: db.Connection, journal_path: str | None) -> str | None:
         return None
     row = conn.execute("SELECT session_id FROM files WHERE path = ?", (os.path.abspath(journal_path),)).fetchone()
     return row[0] if row else None
+
+
+def visible_sessions(conn: db.Connection, request: ScopedRequest, session_ids: Iterable[str]) -> set[str]:
+    """Which of these sessions the caller may see under its cap (a fork's parent or children are named
+    only then): every one under global; under project, those of the caller's project (its cwd, else its
+    journal's); under session, only the caller's current session."""
+    ids = {s for s in session_ids if s}
+    if not ids or request.max_scope == "global":
+        return ids
+    current = session_of(conn, request.journal_path)
+    if request.max_scope == "session":
+        return ids & {current} if current else set()
+    cwd = request.cwd or (journal_cwd(conn, request.journal_path) if request.journal_path else None)
+    if not cwd:
+        return ids & {current} if current else set()
+    root, exact = project_root(conn, cwd, request.home)
+    where, params = Scope("project", root=root, exact=exact).predicate()
+    where = where.replace("e.file_id IN", "id IN", 1)
+    wanted = sorted(ids)
+    rows = conn.execute(
+        f"SELECT DISTINCT session_id FROM files WHERE session_id IN ({','.join('?' * len(wanted))}) AND {where}",
+        [*wanted, *params],
+    )
+    return {row[0] for row in rows}

@@ -15,6 +15,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from pimem_index import db
+from pimem_index.journal import INT64_MAX
 from pimem_index.search.request import SessionsRequest, UsageRequest, check_by
 from pimem_index.search.scope import project_root, request_scope
 
@@ -37,8 +38,8 @@ def usage(conn: db.Connection, request: UsageRequest, split: str | None = None) 
         clauses.append("e.timestamp <= ?")
         params.append(request.until)
     parts = conn.execute(
-        f"SELECT {_bucket_sql()}, e.model, e.file_id, sum(e.input_tokens), sum(e.output_tokens), "
-        "sum(e.cache_read_tokens), sum(e.cache_write_tokens), sum(e.cost), count(*) FROM entries e "
+        f"SELECT {_bucket_sql()}, e.model, e.file_id, total(e.input_tokens), total(e.output_tokens), "
+        "total(e.cache_read_tokens), total(e.cache_write_tokens), total(e.cost), count(*) FROM entries e "
         f"WHERE {' AND '.join(clauses)} GROUP BY 1, 2, 3",
         params,
     ).fetchall()
@@ -101,15 +102,15 @@ class _Sums:
 
     def add(self, file_id: int, values: list) -> None:
         *figures, cost, messages = values
-        for i, value in enumerate(figures):
-            self.figures[i] += value or 0
-        self.cost += cost or 0.0
+        for i, value in enumerate(figures):  # total(): a float that never overflows; sums capped as SQL's
+            self.figures[i] = min(self.figures[i] + int(value), INT64_MAX)
+        self.cost += cost
         self.messages += messages
         self.files.add(file_id)
 
     def as_json(self) -> dict[str, Any]:
         data: dict[str, Any] = dict(zip(FIGURES, self.figures, strict=True))
-        data["total_tokens"] = sum(self.figures)
+        data["total_tokens"] = min(sum(self.figures), INT64_MAX)
         data["cost"] = round(self.cost, COST_DIGITS)
         data["messages"] = self.messages
         data["sessions"] = len(self.files)

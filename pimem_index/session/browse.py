@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from pimem_index import db
 from pimem_index.locations import Locations
+from pimem_index.search import session_info
 from pimem_index.search.reread import (
     EntryRow,
     entry_json,
@@ -23,7 +24,6 @@ from pimem_index.search.reread import (
 )
 from pimem_index.search.scope import project_root
 
-TITLE_CHARS = 120
 SUMMARY_CHARS = 8_000  # of a summary, on the summaries page
 
 
@@ -140,11 +140,11 @@ def recent_sessions(conn: db.Connection, locations: Locations, limit: int = 15) 
         (limit,),
     ).fetchall()
     out = []
-    for file_id, sid, name, cwd, started, last, count, size in rows:
+    for _file_id, sid, name, cwd, started, last, count, size in rows:
         out.append(
             {
                 "session_id": sid,
-                "title": name or _first_message(conn, locations, "e.file_id = ?", file_id),
+                "title": name or session_info.first_message(conn, locations, sid),
                 "name": name,
                 "cwd": cwd,
                 "started": started,
@@ -160,26 +160,8 @@ def titled(conn: db.Connection, locations: Locations, sessions: list[dict]) -> l
     """Sessions (dicts with `session_id` and `name`) with a `title`: the name (stored redacted), else the
     session's first user message, reread and redacted, on one line."""
     for s in sessions:
-        s["title"] = s.get("name") or _first_message(conn, locations, "f.session_id = ?", s["session_id"])
+        s["title"] = s.get("name") or session_info.first_message(conn, locations, s["session_id"])
     return sessions
-
-
-def _first_message(conn: db.Connection, locations: Locations, where: str, value) -> str | None:
-    """The first user message of the journals `where` picks (by one value), redacted, on one line."""
-    first = select_entries(conn, f"{where} AND e.kind = 'user' ORDER BY f.started, f.id, e.line LIMIT 1", (value,))
-    if not first:
-        return None
-    text, _missing, _total = _text(conn, locations, first[0], TITLE_CHARS * 4)
-    return one_line(text, TITLE_CHARS) if text else None
-
-
-def one_line(text: str, limit: int) -> str:
-    """Whitespace collapsed, cut at a word boundary to about `limit` characters."""
-    flat = " ".join(text[: limit * 4].split())
-    if len(flat) <= limit:
-        return flat
-    cut = flat.rfind(" ", 0, limit)
-    return (flat[:cut] if cut > limit // 2 else flat[:limit]) + " …"
 
 
 def projects(conn: db.Connection, limit: int = 200, home: str | None = None) -> list[dict]:

@@ -10,7 +10,6 @@ entries (never an entry's own line: `reread.nodes_between`), redacted here too.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -18,6 +17,7 @@ from pimem_index import db, journal
 from pimem_index.errors import Arg, UserError
 from pimem_index.locations import Locations
 from pimem_index.redaction import context_of, redact, redact_part
+from pimem_index.search import session_info
 from pimem_index.search.reread import (
     JOURNAL_HEAD_COLUMNS,
     EntryRow,
@@ -29,13 +29,14 @@ from pimem_index.search.reread import (
     unavailable_reason,
     unavailable_text,
 )
-from pimem_index.session import browse
+from pimem_index.session import browse, diffs
 
 PAGE = 200
 TEXT_CHARS = 20_000
 LABEL_CHARS = 500
 EXCERPT_CHARS = 140
-DIFF_CONTEXT = 3
+# Characters of the diff Pi recorded in an edit result that a page reads (its first lines, cut at a line).
+RECORDED_DIFF_CHARS = 400_000
 # Entries looked at past a page's edge for the other half of a tool call cut by the page break.
 LOOKAROUND = 24
 SHOWN_NODES = ("model_change", "thinking_level_change", "label", "session_info")
@@ -305,7 +306,7 @@ def _excerpt(conn, locations, tree: Tree, eid: str) -> str | None:
         return None
     span = next((b.span for b in shape.blocks if b.kind == "text"), journal.Span(0, len(shape.text)))
     end = min(span.end, span.start + EXCERPT_CHARS * 4)
-    return browse.one_line(redact_part(shape.text, span.start, end), EXCERPT_CHARS)
+    return session_info.one_line(redact_part(shape.text, span.start, end), EXCERPT_CHARS)
 
 
 # ---- tool calls and their results ---------------------------------------------------------------------
@@ -381,7 +382,7 @@ def entry_view(conn: db.Connection, locations: Locations, row: EntryRow, tree: T
             failed=shape.stop_reason in ("error", "aborted"),
         )
     elif row.kind == "tool_result":
-        data.update(call_id=shape.call_id, is_error=shape.is_error, failed=shape.is_error)
+        data.update(call_id=shape.call_id, is_error=shape.is_error, failed=shape.is_error, diff=_recorded(shape.diff))
     elif row.kind == "bash":
         failed = shape.cancelled or (shape.exit_code is not None and shape.exit_code != 0)
         data.update(exit_code=shape.exit_code, cancelled=shape.cancelled, truncated=shape.truncated, failed=failed)
@@ -461,28 +462,20 @@ def _replacements(cut: Cutter, shape: journal.ToolCallShape) -> list[dict]:
             {
                 "old": old,
                 "new": new,
-                "diff": diff(old["text"], new["text"]),
+                "diff": diffs.compute(old["text"], new["text"]).as_dict(),
                 "truncated": old["truncated"] or new["truncated"],
             }
         )
     return out
 
 
-def diff(old: str, new: str, context: int = DIFF_CONTEXT) -> list[dict]:
-    """A line diff of two (already redacted) texts: `op` is " " (kept), "-", "+", or "…" between hunks."""
-    a, b = old.split("\n"), new.split("\n")
-    lines: list[dict] = []
-    for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(context):
-        if lines:
-            lines.append({"op": "…", "text": ""})
-        for tag, i1, i2, j1, j2 in group:
-            if tag == "equal":
-                lines += [{"op": " ", "text": t} for t in a[i1:i2]]
-            if tag in ("delete", "replace"):
-                lines += [{"op": "-", "text": t} for t in a[i1:i2]]
-            if tag in ("insert", "replace"):
-                lines += [{"op": "+", "text": t} for t in b[j1:j2]]
-    return lines
+def _recorded(text: str | None) -> dict | None:
+    """The diff Pi recorded in an edit's result (`details.diff`), redacted as one text, as diff lines."""
+    if not text:
+        return None
+    if len(text) > RECORDED_DIFF_CHARS:
+        text = text[: text.rfind("\n", 0, RECORDED_DIFF_CHARS) + 1 or RECORDED_DIFF_CHARS]
+    return diffs.recorded(redact(text)).as_dict()
 
 
 def _redacted(value: str | None, limit: int) -> str | None:

@@ -110,7 +110,7 @@ def test_search_json_is_the_contract_shape(run, populated, home):
     assert data["action"] == "search" and data["scope"] == "project"
     assert data["root"] == str(home / "Apps/prjct")
     assert data["match"] == "all" and data["indexing"]["complete"] is True
-    assert {r["cwd"] for r in data["results"]} == {str(home / "Apps/prjct")}
+    assert {data["sessions"][r["session_id"]]["cwd"] for r in data["results"]} == {str(home / "Apps/prjct")}
     assert SECRET not in result.output
 
 
@@ -519,8 +519,9 @@ def test_a_relative_cwd_is_taken_from_the_current_folder(run, populated, home, r
     (home / "Apps/prjct").mkdir(parents=True)
     data = json.loads(run("search", "widgets", "--json", "--cwd", relative, cwd=home / where).output)
     assert data["root"] == str(home / "Apps/prjct")
-    assert {r["cwd"] for r in data["results"]} == {str(home / "Apps/prjct")}
-    assert str(home / "Apps/other") not in {r["cwd"] for r in data["results"]}
+    folders = {data["sessions"][r["session_id"]]["cwd"] for r in data["results"]}
+    assert folders == {str(home / "Apps/prjct")}
+    assert str(home / "Apps/other") not in folders
 
 
 def test_summaries_and_read_take_a_relative_cwd_from_the_current_folder(run, populated, home):

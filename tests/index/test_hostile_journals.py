@@ -50,10 +50,7 @@ def hostile_journal(new_journal, project: str = "Apps/hostile"):
         b'[{"type":"toolCall","id":"t1","name":"bash","arguments":{"plan":' + deep_value().encode() + b"}}]}}\n"
     )
     j.append_bytes(b'{"type":"custom","id":"deep0002","customType":"ext","data":' + deep_value().encode() + b"}\n")
-    j.append_bytes(
-        json.dumps({"type": "compaction", "id": "huge0001", "summary": "huge tokens", "tokensBefore": 2**63}).encode()
-        + b"\n"
-    )
+    j.append_bytes(b'{"type":"compaction","id":"nan00001","summary":"not json","tokensBefore":NaN}\n')
     last = j.user("after the hostile lines: capybara")
     return j, [first, last]
 
@@ -103,7 +100,7 @@ def test_pimem_index_skips_a_1025_deep_line_and_indexes_everything_else(
     assert report["malformed_lines"] == 3 and report["failed"] == 0
     assert set(watch.parsed_apart) == {bulk}  # the pass took the path under test
     assert entry_ids(conn, hostile.path) == set(kept)
-    assert not entry_ids(conn, hostile.path) & {"deep0001", "deep0002", "huge0001"}
+    assert not entry_ids(conn, hostile.path) & {"deep0001", "deep0002", "nan00001"}
     for j in others:
         assert len(entry_ids(conn, j.path)) == 2
     again = run("index", "--json")  # a rerun is clean: nothing left, nothing fails
@@ -138,8 +135,9 @@ def test_pimem_search_catches_up_over_a_hostile_journal(locations, conn, new_jou
     hostile, _kept = hostile_journal(new_journal)
     result = run("search", "capybara", "--scope", "global", "--json")
     assert result.exit_code == 0, result.output
-    hits = json.loads(result.output)["results"]
-    assert [h["journal"] for h in hits] == [str(hostile.path)]
+    reply = json.loads(result.output)
+    hits = reply["results"]
+    assert [reply["sessions"][h["session_id"]]["journal"] for h in hits] == [str(hostile.path)]
     assert "walrus" not in json.dumps(hits) and "huge tokens" not in json.dumps(hits)
 
 

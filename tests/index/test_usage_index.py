@@ -228,12 +228,82 @@ def test_readable_figures_beside_unreadable_ones_are_kept():
     assert entry.usage.output_tokens is None
 
 
-def test_a_number_json_cannot_hold_still_makes_the_line_malformed():
+def test_a_figure_no_real_session_reaches_is_dropped_and_real_large_figures_are_kept():
+    absurd = {"input": 2**62, "output": journal.MAX_TOKENS + 1, "cacheRead": 2**63 - 1, "cost": {"total": 1.7e308}}
+    entry = journal.parse_line(assistant_line(model="gpt-5", usage=absurd), 2)
+    assert entry.text == "the heron answer" and entry.usage.model == "gpt-5"
+    assert (entry.usage.input_tokens, entry.usage.output_tokens, entry.usage.cache_read_tokens) == (None,) * 3
+    assert entry.usage.cost is None
+    large = {"input": 2_000_000, "output": 128_000, "cacheRead": 10_000_000, "cost": {"total": 950.5}}
+    kept = journal.parse_line(assistant_line(usage=large), 2).usage
+    assert (kept.input_tokens, kept.output_tokens, kept.cache_read_tokens, kept.cost) == (
+        2_000_000,
+        128_000,
+        10**7,
+        950.5,
+    )
+
+
+def test_sums_of_figures_at_the_column_limit_never_overflow(conn, locations, history):
+    a, b = history
+    conn.execute(  # an integer SQLite's sum() overflows on, and the largest cost indexing keeps
+        "UPDATE entries SET input_tokens = 9223372036854775807, cost = ? WHERE kind = 'assistant'",
+        (journal.MAX_DOLLARS,),
+    )
+    conn.commit()
+    row = conn.execute("SELECT input_tokens, cost FROM sessions WHERE session_id = ?", (a.session_id,)).fetchone()
+    assert row[0] > 0 and row[1] < float("inf")
+    runner = CliRunner()
+    for args in (["usage", "--json"], ["sessions", "--json"]):
+        result = runner.invoke(cli, [*args, "--no-index"])
+        assert result.exit_code == 0, result.output
+        assert "Infinity" not in result.output and "overflow" not in result.output
+
+
+def test_a_value_that_is_not_json_still_makes_the_line_malformed():
     line = assistant_line(usage={"input": 1, "cost": {"total": 0.5}}).replace(b"0.5", b"NaN")
     with pytest.raises(journal.Malformed):
         journal.parse_line(line, 2)
     with pytest.raises(journal.Malformed):
-        journal.parse_line(line.replace(b"NaN", b"1e400"), 2)
+        journal.parse_line(line.replace(b"NaN", b"Infinity"), 2)
+
+
+def test_a_json_number_no_float_holds_drops_its_figure_and_keeps_the_text():
+    line = assistant_line(usage={"input": 7, "cost": {"total": 0.5}}).replace(b"0.5", b"1e400")
+    entry = journal.parse_line(line, 2)
+    assert entry.text == "the heron answer" and entry.usage.input_tokens == 7
+    assert entry.usage.cost is None
+    huge = json.dumps({"type": "compaction", "id": "c1", "summary": "the heron summary", "tokensBefore": 2**63})
+    compaction = journal.parse_line(huge.encode(), 3)
+    assert (compaction.text, compaction.tokens_before) == ("the heron summary", None)
+    kept = journal.parse_line(huge.replace(str(2**63), "120020").encode(), 3)
+    assert kept.tokens_before == 120020
+
+
+def test_text_beside_figures_no_column_holds_stays_searchable(conn, locations, new_journal):
+    j = new_journal("Apps/prjct")
+    j.user("an ordinary question")
+    j.write_line(
+        {
+            "type": "compaction",
+            "id": "c0ffee01",
+            "parentId": j.last_id,
+            "timestamp": j.tick(),
+            "summary": "the quetzal summary survives",
+            "firstKeptEntryId": j.last_id,
+            "tokensBefore": 2**63,
+        }
+    )
+    answer = j.assistant("the quetzal answer survives", usage=usage(10, 2, 0.125))
+    text = j.path.read_bytes().replace(b'"total":0.125', b'"total":1e400')
+    j.path.write_bytes(text)
+    result = CliRunner().invoke(cli, ["index", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["malformed_lines"] == 0
+    found = json.loads(CliRunner().invoke(cli, ["search", "quetzal", "--json", "--cwd", j.cwd]).output)
+    assert {hit["id"] for hit in found["results"]} == {"c0ffee01", answer}
+    figures = conn.execute("SELECT id, tokens_before, cost, input_tokens FROM entries WHERE kind != 'user'").fetchall()
+    assert sorted(figures) == sorted([("c0ffee01", None, None, None), (answer, None, None, 10)])
 
 
 def message_line(**message) -> bytes:

@@ -227,8 +227,9 @@ async def test_agent_max_scope_session_is_configurable(locations, world, token):
 async def test_replies_have_the_contract_shapes(ds, world, token):
     search = (await ds.client.get(api_path("search", world), **bearer(token))).json()
     assert search["action"] == "search" and search["scope"] == "project" and search["match"] == "all"
-    keys = {"id", "session_id", "timestamp", "kind", "role", "tool", "cwd", "journal", "excerpt", "score"}
+    keys = {"id", "session_id", "timestamp", "kind", "role", "tool", "excerpt", "score"}
     assert all(keys <= set(hit) for hit in search["results"])
+    assert all(search["sessions"][hit["session_id"]]["cwd"] for hit in search["results"])
     assert search["indexing"]["complete"] is True
     read = (await ds.client.get(api_path("read", world), **bearer(token))).json()
     assert read["status"] == "ok" and HERON in read["text"]
@@ -534,8 +535,8 @@ async def test_empty_pi_folder_page_says_what_to_do(locations, conn):
     res = await datasette.client.get("/-/pi-memory", actor=ROOT)
     assert res.status_code == 200
     assert "No Pi session journals found yet" in res.text and "Run Pi once" in res.text
-    assert "pimem serve --background --sessions-dir DIR" in res.text and "restart with" not in res.text
-    assert "--sessions-dir" in res.text and "(missing)" in res.text
+    assert "pimem folders add DIR" in res.text and "(missing)" in res.text
+    assert "--sessions-dir" not in res.text and "8001" not in res.text and "restart with" not in res.text
     status = await datasette.client.get("/-/pi-memory/api/status", actor=ROOT)
     assert status.json()["journals_total"] == 0
     await datasette.invoke_shutdown()

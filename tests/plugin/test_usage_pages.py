@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from datasette.database import Database
 from support.commands import pimem
 from support.pijournal import Journal
+from support.pijournal import usage as usage_figures
 from support.plugin_world import HERON, ROOT, bearer, make_datasette, pimem_serve_datasette, running
 from support.usage_world import GPT, OPUS, SECRET, SONNET, expected, local_noon, write_usage_world
 
@@ -489,3 +490,54 @@ async def test_the_largest_tool_outputs_link_each_entry_to_its_read_page(served_
     link = f'<a href="/-/pi-memory/read?id={first["entry_id"]}&amp;session_id={first["session_id"]}">'
     assert link in page.text
     assert SECRET not in page.text
+
+
+# ---- figures no real session reaches (issue 25 item 2) ---------------------------------------------
+
+
+def _write_overflowing_session(new_journal) -> tuple[Journal, Journal]:
+    """A session whose two answers report 2**62 input tokens and $1.7e308 each (their sums overflow a
+    64-bit integer and a float), and an ordinary session beside it."""
+    hostile = new_journal("Apps/prjct")
+    hostile.user("the hostile overflow session")
+    for _ in range(2):
+        hostile.assistant("an answer with absurd figures", usage=usage_figures(2**62, 2**62, 1.7e308, 2**62, 2**62))
+    ordinary = new_journal("Apps/fluenty")
+    ordinary.user("an ordinary session")
+    ordinary.assistant("a normal answer", usage=usage_figures(1200, 300, 0.25))
+    return hostile, ordinary
+
+
+FIGURE_SURFACES = (
+    "/-/pi-memory",
+    "/-/pi-memory/sessions",
+    "/-/pi-memory/usage?since=",
+    "/-/pi-memory/api/usage",
+    "/-/pi-memory/api/sessions",
+    "/history/sessions.json",
+)
+
+
+@pytest.mark.asyncio
+async def test_figures_no_session_reaches_are_dropped_and_every_figure_surface_answers(locations, conn, new_journal):
+    hostile, ordinary = _write_overflowing_session(new_journal)
+    runner = CliRunner()
+    for rebuilt in (False, True):
+        result = runner.invoke(cli, ["rebuild"] if rebuilt else ["index"])
+        assert result.exit_code == 0, result.output
+        for args in (["sessions", "--json"], ["usage", "--json"], ["sessions"], ["usage", "--by", "session"]):
+            result = runner.invoke(cli, [*args, "--no-index"])
+            assert result.exit_code == 0 and "Traceback" not in result.output, (args, result.output)
+        total = json.loads(runner.invoke(cli, ["usage", "--json", "--no-index"]).output)["total"]
+        assert (total["input_tokens"], total["cost"]) == (1200, 0.25)  # the ordinary session alone
+        assert total["messages"] == 3  # the hostile answers still count as messages: only their figures go
+        async with running(make_datasette(locations)) as datasette:
+            paths = (*FIGURE_SURFACES, f"/-/pi-memory/sessions/{hostile.session_id}")
+            for path in (*paths, f"/-/pi-memory/sessions/{ordinary.session_id}"):
+                res = await datasette.client.get(path, actor=ROOT)
+                assert res.status_code == 200, (rebuilt, path, res.text[-300:])
+                assert "Infinity" not in res.text and "9223372036854775807" not in res.text, path
+            rows = (await datasette.client.get("/-/pi-memory/api/sessions", actor=ROOT)).json()["sessions"]
+        figures = {s["session_id"]: (s["input_tokens"], s["cost"]) for s in rows}
+        assert figures == {hostile.session_id: (0, 0.0), ordinary.session_id: (1200, 0.25)}
+        assert conn.execute("SELECT count(*) FROM entries WHERE input_tokens > 1e15 OR cost > 1e12").fetchone()[0] == 0

@@ -14,7 +14,8 @@ from pimem_index.search import query, reread, scope
 from pimem_index.search.request import MAX_TERMS, parse_bound, query_terms
 
 SECRET = "gh" + "p_" + "Rk3mW8qZ2xT5vB9nC4yH7jL1pD6sF0gA2eU8"
-ENTRY_KEYS = {"id", "session_id", "timestamp", "kind", "role", "tool", "cwd", "journal"}
+ENTRY_KEYS = {"id", "session_id", "timestamp", "kind", "role", "tool"}
+SESSION_KEYS = {"short_id", "title", "cwd", "journal", "started", "parent_session_id"}
 
 
 def ids(reply) -> list[str]:
@@ -140,6 +141,9 @@ def test_hits_carry_the_contract_keys(conn, locations, home, projects):
     assert reply["action"] == "search" and reply["match"] == "all"
     for hit in reply["results"]:
         assert ENTRY_KEYS <= set(hit) and "excerpt" in hit and isinstance(hit["score"], float)
+        assert not {"cwd", "journal"} & set(hit), "what belongs to the session is in the sessions map, once"
+        assert set(reply["sessions"][hit["session_id"]]) == SESSION_KEYS
+    assert set(reply["sessions"]) == {hit["session_id"] for hit in reply["results"]}
     assert reply["indexing"]["complete"] is True
 
 

@@ -216,12 +216,18 @@ def test_the_cli_folds_repeats_and_says_how_to_see_them(run, flood):
     result = run("search", "redis timeout", "--cwd", flood["cwd"], "--limit", "5", "--no-index")
     assert result.exit_code == 0, result.output
     sid = flood["noisy"].session_id
+    short = json.loads(run("search", "redis timeout", "--cwd", flood["cwd"], "--json", "--no-index").output)[
+        "sessions"
+    ][sid]["short_id"]
     assert (
-        f"and {REPEATS - 1} more like it in this session (see them: pimem search 'redis timeout' --session {sid})"
+        f"and {REPEATS - 1} more like it in this session (see them: pimem search 'redis timeout' --session {short})"
         in (result.output)
     )
     assert all(f"id {o}" in result.output for o in flood["others"])
-    assert result.output.count(f"  session {sid}\n") == 2, "the repeats are one hit (and the same-length line another)"
+    assert result.output.count(f"  session {short}\n") == 2, (
+        "the repeats are one hit (and the same-length line another)"
+    )
+    assert sid not in result.output, "sessions are shown by their short ids"
 
 
 def test_the_cli_points_folded_summaries_at_a_summaries_search_of_the_session(run, conn, locations, new_journal, home):
@@ -230,9 +236,10 @@ def test_the_cli_points_folded_summaries_at_a_summaries_search_of_the_session(ru
         j.compaction("Summary: the heron pipeline was fixed")
     index_all(conn, locations)
     result = run("summaries", "heron", "--cwd", home / "Apps/prjct", "--no-index")
-    assert f"and 2 more like it in this session (see them: pimem summaries heron --session {j.session_id})" in (
-        result.output
-    )
+    short = json.loads(run("summaries", "heron", "--cwd", home / "Apps/prjct", "--no-index", "--json").output)[
+        "sessions"
+    ][j.session_id]["short_id"]
+    assert f"and 2 more like it in this session (see them: pimem summaries heron --session {short})" in (result.output)
     assert "pimem search heron" not in result.output
 
 

@@ -147,7 +147,7 @@ def test_serve_status_tells_running_with_its_figures_and_not_running_with_exit_1
 ):
     new_journal().user("the status heron")
     before = run(env, "serve", "status", "--json")
-    assert before.returncode == 1 and json.loads(before.stdout) == {"running": False}
+    assert before.returncode == 1 and json.loads(before.stdout)["running"] is False
     done, port = background()
     assert done.returncode == 0, done.stderr
     assert wait_for(lambda: json.loads(run(env, "serve", "status", "--json").stdout)["indexing"]["complete"])

@@ -278,7 +278,7 @@ def test_memory_context_end_to_end_with_real_pi(stack):
     )
     before = set(_journals(stack.agent))
     first_s2_request = len(stack.model.requests)
-    stack.run_pi(stack.project_a, "What did we note down in this project last time?")
+    stack.run_pi(stack.project_a, f"What did we note down about {word} last time?")
     s2 = stack.new_journal(before, stack.project_a)
     assert "memory_context" in tool_names(stack.model.requests[-1]), "Pi must offer the tool to the model"
     results = _tool_results(s2, "memory_context")
@@ -287,8 +287,17 @@ def test_memory_context_end_to_end_with_real_pi(stack):
     print(f"--- session 2 search ---\n{search['text']}\n--- session 2 read ---\n{read['text']}")
     assert not search["isError"], search["text"]
     assert s1_id in search["text"], f"search did not find session 1:\n{search['text']}"
-    # the tool passes its own journal, so the search call written a moment ago is found too
-    assert _header(s2)["id"] in search["text"], f"the current journal was not indexed first:\n{search['text']}"
+    # the tool passes its own journal, so the question asked a moment ago is found too, but never
+    # the assistant message holding this very search (the caller's own turn)
+    [asked] = [e["id"] for e in _lines(s2) if (e.get("message") or {}).get("role") == "user"]
+    [own_call] = [
+        e["id"]
+        for e in _lines(s2)
+        for block in (e.get("message") or {}).get("content") or []
+        if isinstance(block, dict) and block.get("type") == "toolCall" and block["arguments"].get("action") == "search"
+    ]
+    assert f"id {asked} " in search["text"], f"the current journal was not indexed first:\n{search['text']}"
+    assert f"id {own_call} " not in search["text"], f"the caller's own call was a hit:\n{search['text']}"
     assert not read["isError"], read["text"]
     assert fact in read["text"], f"read did not return session 1's text verbatim:\n{read['text']}"
     assert stack.answers(), "the tool's first call started the server, which keeps running"

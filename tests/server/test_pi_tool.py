@@ -250,8 +250,17 @@ ENTRY = {
     "kind": "tool_result",
     "role": "toolResult",
     "tool": "bash",
-    "cwd": "/home/u/proj",
-    "journal": "/home/u/.pi/agent/sessions/x.jsonl",
+}
+# What the replies say once about each hit's session (its folder, journal, ...), keyed by session id.
+SESSIONS = {
+    ENTRY["session_id"]: {
+        "short_id": "55555555",
+        "title": "fix the vault",
+        "cwd": "/home/u/proj",
+        "journal": "/home/u/.pi/agent/sessions/x.jsonl",
+        "started": "2026-03-15T22:40:00.000Z",
+        "parent_session_id": None,
+    }
 }
 
 
@@ -274,10 +283,11 @@ def test_search_sends_contract_parameters_and_formats_hits(tmp_path, api):
         {
             "action": "search",
             "scope": "project",
-            "root": "/home/u/proj",
+            "root": "/home/u",
             "match": "any",
             "hint": "no entry has every term; showing entries with any of them",
             "results": [{**ENTRY, "excerpt": "vault\ncodeword:   zorblax", "score": 1.5}],
+            "sessions": SESSIONS,
             "indexing": {
                 "complete": False,
                 "journals_indexed": 3,
@@ -318,7 +328,8 @@ def test_search_sends_contract_parameters_and_formats_hits(tmp_path, api):
     assert q["session_id"] == [ENTRY["session_id"]]
     assert "scope" not in q, "the default scope is the server's to choose"
     text = out["text"]
-    assert "a1b2c3d4" in text and ENTRY["session_id"] in text and "/home/u/proj" in text
+    assert "a1b2c3d4" in text and ENTRY["session_id"] in text
+    assert "cwd /home/u/proj" in text and "cwd ?" not in text  # the hit's folder, from the sessions map
     assert "tool_result(bash)" in text and "2026-03-15T22:40:31Z" in text
     assert "vault codeword: zorblax" in text  # excerpt on one line
     assert "hint: no entry has every term" in text
@@ -392,6 +403,7 @@ def test_read_ok_ambiguous_unavailable_not_found(tmp_path, api):
             "action": "read",
             "status": "ok",
             "entry": ENTRY,
+            "sessions": SESSIONS,
             "text": page,
             "offset": 0,
             "next_offset": 16000,
@@ -401,6 +413,7 @@ def test_read_ok_ambiguous_unavailable_not_found(tmp_path, api):
     [ok] = _exec(tmp_path, agent, project, [{"params": {"action": "read", "entryId": "a1b2c3d4", "offset": 0}}])
     assert ok["ok"], ok
     assert page in ok["text"], "a read returns the text verbatim"
+    assert "cwd /home/u/proj" in ok["text"] and "cwd ?" not in ok["text"]
     assert "next_offset: 16000" in ok["text"] and "40213" in ok["text"]
     q = api.requests[-1]["query"]
     assert q["id"] == ["a1b2c3d4"] and q["offset"] == ["0"] and "limit" not in q
@@ -616,7 +629,8 @@ def test_the_tool_starts_the_recorded_server_when_none_answers_and_retries(
     call = {"params": {"action": "search", "query": "ibis"}, "journal": str(journal.path)}
     [out] = _exec(tmp_path, agent_dir, project, [call])
     assert out["ok"], out
-    assert [hit["cwd"] for hit in out["details"]["results"]] == [str(project)]  # not the other project's
+    sessions = out["details"]["sessions"]
+    assert [sessions[hit["session_id"]]["cwd"] for hit in out["details"]["results"]] == [str(project)]  # only its own
     server = json.loads((agent_dir / "pi-memory" / "server.json").read_text())
     assert server["port"] == port
 

@@ -165,6 +165,12 @@ function oneLine(text: unknown): string {
 	return typeof text === "string" ? text.replace(/\s+/g, " ").trim() : "";
 }
 
+/** What the reply's `sessions` map says of an entry's session (short id, cwd, title, ...). */
+function sessionOf(data: Json, e: Json): Json {
+	const map: Json = data.sessions && typeof data.sessions === "object" ? data.sessions : {};
+	return (typeof e.session_id === "string" && map[e.session_id]) || {};
+}
+
 export function formatHits(data: Json): string {
 	const results: Json[] = Array.isArray(data.results) ? data.results : [];
 	const action = data.action === "summaries" ? "summaries" : "search";
@@ -183,8 +189,9 @@ export function formatHits(data: Json): string {
 		lines.push(`note: ${ix.note || "indexing is still running; results may be incomplete"}${count}`);
 	}
 	results.forEach((hit, i) => {
+		const s = sessionOf(data, hit);
 		lines.push(
-			`${i + 1}. id ${hit.id} | ${time(hit.timestamp)} | ${kindLabel(hit)} | session ${hit.session_id} | cwd ${hit.cwd ?? "?"}`,
+			`${i + 1}. id ${hit.id} | ${time(hit.timestamp)} | ${kindLabel(hit)} | session ${hit.session_id} | cwd ${s.cwd ?? "?"}`,
 		);
 		const excerpt = oneLine(hit.excerpt ?? hit.summary);
 		if (excerpt) lines.push(`   ${excerpt}`);
@@ -209,7 +216,7 @@ export function formatRead(data: Json, params: MemoryContextParams): string {
 			const offset = typeof data.offset === "number" ? data.offset : 0;
 			const total = typeof data.total_chars === "number" ? data.total_chars : offset + text.length;
 			const lines = [
-				`entry ${e.id ?? id} | ${time(e.timestamp)} | ${kindLabel(e)} | session ${e.session_id} | cwd ${e.cwd ?? "?"}`,
+				`entry ${e.id ?? id} | ${time(e.timestamp)} | ${kindLabel(e)} | session ${e.session_id} | cwd ${sessionOf(data, e).cwd ?? "?"}`,
 				`chars ${offset}-${offset + text.length} of ${total}`,
 				"",
 				text,
