@@ -734,7 +734,8 @@ def test_a_listener_squatting_the_tools_port_gets_no_token_and_its_reply_never_r
 
     [real] = _exec(tmp_path, agent_dir, project, [call])  # the port is free again: the real server starts
     assert real["ok"], real
-    assert [hit["cwd"] for hit in real["details"]["results"]] == [str(project)]
+    sessions = real["details"]["sessions"]
+    assert [sessions[hit["session_id"]]["cwd"] for hit in real["details"]["results"]] == [str(project)]
 
 
 def _write_settings(agent: Path, settings: dict) -> Path:
