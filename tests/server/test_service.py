@@ -70,7 +70,8 @@ def test_a_unit_for_hostile_paths_runs_exactly_those_paths_with_nothing_expanded
     (agent / "sessions").mkdir(parents=True)
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
     db = tmp_path / f"index {HOSTILE}" / "history.sqlite"
-    done = run("serve", "--install", "--port", "8123", "--db", db, "--sessions-dir", tmp_path / HOSTILE)
+    monkeypatch.setenv("PIMEM_SESSIONS_DIRS", str(tmp_path / HOSTILE))  # a folder for the unit's command line
+    done = run("serve", "--install", "--port", "8123", "--db", db)
     assert done.exit_code == 0, done.output
     lines = unit_env.read_text().splitlines()
     [exec_start] = [line.removeprefix("ExecStart=") for line in lines if line.startswith("ExecStart")]
@@ -95,7 +96,7 @@ def test_a_newline_or_control_character_in_a_unit_value_is_refused_and_no_unit_i
     if where == "db":
         args += ["--db", tmp_path / injected / "history.sqlite"]
     elif where == "sessions":
-        args += ["--sessions-dir", tmp_path / f"s\t{injected}"]
+        monkeypatch.setenv("PIMEM_SESSIONS_DIRS", str(tmp_path / f"s\t{injected}"))
     elif where == "host":
         args += ["--host", f"127.0.0.1\n{injected}"]
     else:
