@@ -1,8 +1,10 @@
-"""What Datasette lets actors do with the index database: read it with pi-memory-read, write it never.
+"""What Datasette lets actors do with the index database: read it with pi-memory-read and the global
+scope, write it never.
 
 The index holds every journal's paths, cwds, session names and search terms; only actors
-allowed pi-memory-read see it, whatever else the configuration allows, and only pimem's
-indexer writes it. Other databases on the same Datasette are left to their own rules.
+allowed pi-memory-read whose cap is global (root, or everyone under `max_scope: global`) see it,
+whatever else the configuration allows, and only pimem's indexer writes it. Other databases on
+the same Datasette are left to their own rules.
 """
 
 from __future__ import annotations
@@ -58,15 +60,23 @@ def revealing_databases(datasette) -> list[str]:
 
 
 async def index_rules(datasette, actor, action) -> PermissionSQL | None:
-    """Deny writes on the index to everyone, and reads to actors without pi-memory-read."""
+    """Deny writes on the index to everyone, and reads to actors without pi-memory-read or whose
+    scope cap is narrower than global: the index's tables, SQL and term search span every project."""
     if action in WRITE_ACTIONS:
         name = index_database(datasette)
         return _deny(datasette, action, [name] if name else [], READ_ONLY)
     if action in READ_ACTIONS:
         names = revealing_databases(datasette)
-        if not names or await datasette.allowed(action=ACTION, actor=actor):
+        if not names:
             return None
-        return _deny(datasette, action, names, f"the pimem index needs {ACTION}")
+        if not await datasette.allowed(action=ACTION, actor=actor):
+            return _deny(datasette, action, names, f"the pimem index needs {ACTION}")
+        cap = state(datasette).max_scope_for(actor)
+        if cap != "global":
+            return _deny(
+                datasette, action, names, f"the pimem index's tables span every project; this actor's cap is {cap}"
+            )
+        return None
     return None
 
 

@@ -29,6 +29,29 @@ def highlight(text: str | None, query: str | None) -> Markup:
 _MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table").enable("strikethrough")
 
 
+def _image_as_link(self, tokens, idx, options, env) -> str:
+    """An image in a summary as a link to it (`image: alt`): a page never loads what a journal
+    points at (a remote image is a tracking pixel; the pages' policy would block it anyway)."""
+    token = tokens[idx]
+    alt = self.renderInlineAsText(token.children or [], options, env) or "image"
+    src = token.attrGet("src") or ""
+    return f'<a href="{escape(src)}" rel="noopener noreferrer nofollow">image: {escape(alt)}</a>'
+
+
+_MARKDOWN.add_render_rule("image", _image_as_link)
+
+# What every page may load: its own origin's scripts, styles and images (inline styles and the
+# inline scripts of Datasette's base template included), data: images, and nothing from elsewhere;
+# no page may be framed, and no link tells another site which page it came from.
+PAGE_HEADERS = {
+    "content-security-policy": "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+    "script-src 'self' 'unsafe-inline'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'",
+    "referrer-policy": "no-referrer",
+    "x-content-type-options": "nosniff",
+}
+
+
 def markdown(text: str | None) -> Markup:
     """Already redacted text rendered as markdown, safely: HTML in it is escaped, never run."""
     return Markup(_MARKDOWN.render(text or ""))

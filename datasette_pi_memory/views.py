@@ -112,7 +112,7 @@ FOLD_CHARS = 1200
 
 async def render(datasette, request, template: str, context: dict, status: int = 200) -> Response:
     body = await datasette.render_template(template, {**_helpers(datasette), **context}, request=request)
-    return Response.html(body, status=status, headers={"cache-control": "no-store"})
+    return Response.html(body, status=status, headers={"cache-control": "no-store", **html.PAGE_HEADERS})
 
 
 def _helpers(datasette) -> dict:

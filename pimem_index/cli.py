@@ -720,6 +720,7 @@ def _mark(text: str, terms: list[str]) -> str:
 )
 @click.option("--scope", type=str, default="project", show_default=True, help="session, project or global")
 @click.option("--offset", default="0", metavar="N", help="Character offset of the page (16,000 a page)")
+@click.option("--around", default=None, metavar="N", help="Also the N entries before and after it on its branch (0-20)")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (the same shape as the HTTP API)")
 @click.option("--no-index", is_flag=True, help="Read from the index as it is, without indexing new lines first")
 def read(locations: Locations, entry_id, as_json, no_index, **options):
@@ -728,6 +729,7 @@ def read(locations: Locations, entry_id, as_json, no_index, **options):
     \b
     Examples:
         pimem read c3d4e5f6
+        pimem read c3d4e5f6 --around 2
         pimem read c3d4e5f6 --session 0b6e6f2c-8d2b-4a43-9b3b-1f1f2c6a7d01 --offset 16000
     """
     conn = store.open_located(locations, create=not no_index)
@@ -743,8 +745,16 @@ def read(locations: Locations, entry_id, as_json, no_index, **options):
         session = _session_of(data, e)
         click.secho(f"{e['kind']} {e['id']}  {_local_time(e['timestamp'])}  {session.get('cwd') or ''}", bold=True)
         click.echo(f"session {e['session_id']}  journal {session.get('journal') or '?'}")
+        if e.get("call") or e.get("outcome"):
+            click.echo(_exchange_line(e))
+        around = data.get("around") or []
+        earlier = [a for a in around if a["side"] == "before"]
+        for a in earlier:
+            _around_block(a)
         click.echo()
         click.echo(data["text"])
+        for a in around[len(earlier) :]:
+            _around_block(a)
         if data["next_offset"] is not None:
             click.echo()
             click.secho(f"[{data['total_chars']:,} characters; next page: --offset {data['next_offset']}]", fg="yellow")
@@ -756,6 +766,22 @@ def read(locations: Locations, entry_id, as_json, no_index, **options):
         raise UserError(f"{entry_id} is unavailable: {data['reason']}")
     else:
         raise _not_found(entry_id, data["scope"])
+
+
+def _exchange_line(e: dict) -> str:
+    """What a tool call came to, or which call a result answers, on one line."""
+    if e.get("call"):
+        return f"call: {e['call']}"
+    return f"outcome: {e['outcome']}" + (f" — {e['result']}" if e.get("result") else "")
+
+
+def _around_block(a: dict) -> None:
+    """An entry around the one read: a header line (its id, time, kind, outcome) and its cut text."""
+    click.echo()
+    kind = f"{a['kind']}({a['tool']})" if a.get("tool") else a["kind"]
+    extra = f"  {_exchange_line(a)}" if a.get("call") or a.get("outcome") else ""
+    click.secho(f"[{kind} {a['id']}  {_local_time(a['timestamp'])}]{extra}", dim=True)
+    click.echo(a["text"])
 
 
 def _not_found(entry_id: str, scope: str) -> UserError:

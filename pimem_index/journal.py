@@ -845,3 +845,43 @@ def _flag(value) -> bool:
     if value is None or type(value) is bool:
         return bool(value)
     raise Malformed("a true/false field is neither true nor false")
+
+
+# ---- a tool call and its result, for a hit (search.exchange) -------------------------------------
+
+# The argument that says what a call did, by preference: a command, a file, a pattern, a query.
+MAIN_ARGUMENTS = ("command", *PATH_ARGUMENTS, "pattern", "query", "url")
+# How Pi's bash tool ends the output of a command that exited non-zero (seen in Pi 0.73.1's journals).
+_EXITED = re.compile(r"Command exited with code (-?\d+)\s*\Z")
+
+
+def call_arguments(obj: dict, call_id: str) -> tuple[str, object] | None:
+    """The tool name and arguments of the call `call_id` in an assistant line (parsed), or None."""
+    message = obj.get("message")
+    content = message.get("content") if type(message) is dict else None
+    for block in content if type(content) is list else ():
+        if type(block) is dict and block.get("type") == "toolCall" and block.get("id") == call_id:
+            name = block.get("name")
+            return (name if type(name) is str else ""), block.get("arguments")
+    return None
+
+
+def main_argument(arguments) -> tuple[str, str] | None:
+    """(key, value) of the argument that says what a call did (MAIN_ARGUMENTS, else its first string
+    argument); None when it has no string argument."""
+    if type(arguments) is not dict:
+        return None
+    for key in MAIN_ARGUMENTS:
+        value = arguments.get(key)
+        if type(value) is str and value:
+            return key, value
+    for key, value in arguments.items():
+        if type(value) is str and value:
+            return key, value
+    return None
+
+
+def exited_with(result_text: str) -> int | None:
+    """The exit code a bash tool result reports at its end (`Command exited with code 3`), else None."""
+    m = _EXITED.search(result_text[-80:])
+    return int(m.group(1)) if m else None

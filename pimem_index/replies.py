@@ -63,6 +63,9 @@ class Entry(TypedDict):
     tool: Annotated[str | None, "the tool a tool result answers or an assistant message called"]
     chars: Annotated[int, "the length of the entry's text, in characters"]
     tokens_before: NotRequired[Annotated[int | None, "compactions only: the context size before compacting"]]
+    outcome: NotRequired[Annotated[str, "a tool call's (or a bash run's) outcome: `ok`, `error` or `exit N`"]]
+    result: NotRequired[Annotated[str, "a tool call's result, its first line, redacted"]]
+    call: NotRequired[Annotated[str, "a tool result's call: the tool and its main argument"]]
 
 
 class Hit(Entry):
@@ -73,9 +76,6 @@ class Hit(Entry):
     folded: Annotated[int, "lower-ranked hits of the same session with the same text, not shown"]
     reason: NotRequired[Annotated[str, "with `stale`: why the text cannot be read"]]
     stale: NotRequired[Annotated[bool, "the hit's journal line cannot be read (see `reason`)"]]
-    outcome: NotRequired[Annotated[str, "a tool call's result: `ok`, `error` or `exit N`"]]
-    result: NotRequired[Annotated[str, "a tool call's result, its first line"]]
-    call: NotRequired[Annotated[str, "a tool result's call: the tool and its main argument"]]
 
 
 class SessionInfo(TypedDict):
@@ -121,7 +121,8 @@ class Candidate(TypedDict):
 
 
 class AroundEntry(Entry):
-    text: Annotated[str, "the entry's redacted text, cut"]
+    text: Annotated[str, "the entry's redacted text without argument names, cut to 600 characters"]
+    side: Annotated[Literal["before", "after"], "whether it comes before or after the entry read"]
 
 
 class ReadReply(TypedDict):

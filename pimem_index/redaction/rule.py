@@ -45,8 +45,22 @@ def not_after_word(lit: bytes, chars: bytes = rb"A-Za-z0-9_") -> bytes:
     a preceding word character, except that a JSON escape (``\\n``...) or a
     %-escape right before it counts as a boundary (``\\b`` fails after
     ``\\n`` because ``n`` is a word character)."""
-    e = re.escape(lit)
-    return rb"(?:(?<![" + chars + rb"]" + e + rb")|(?<=\\[nrtbf]" + e + rb")|(?<=%[0-9A-Fa-f]{2}" + e + rb"))"
+    return not_after(re.escape(lit), chars)
+
+
+def not_after(before: bytes, chars: bytes = rb"A-Za-z0-9_") -> bytes:
+    """``not_after_word`` for text matching ``before``, a fixed-width regex (``[0-9a-f]{32}-us``)."""
+    return (
+        rb"(?:(?<!["
+        + chars
+        + rb"]"
+        + before
+        + rb")|(?<=\\[nrtbf]"
+        + before
+        + rb")|(?<=%[0-9A-Fa-f]{2}"
+        + before
+        + rb"))"
+    )
 
 
 #: Not followed by a word character.

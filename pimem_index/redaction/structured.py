@@ -4,10 +4,12 @@ whose mention anywhere in an entry makes a token of a shape too common alone a s
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from pimem_index.redaction.rule import B64U, Rule, Span, orig_at, whole_match
+from pimem_index.redaction.rule import B64U, Rule, Span, not_after_word, orig_at, whole_match
 
 # ---------------------------------------------------------------------------
 # Private keys (PEM, escaped PEM, truncated PEM)
@@ -113,6 +115,64 @@ def _discord_tokens(b: bytes, ctx: dict) -> list[Span]:
     return [t.span("s") for t in _DISCORD_TOKEN_RE.finditer(b)]
 
 
+# ---------------------------------------------------------------------------
+# Structure instead of context: a Discord bot token's first part is a numeric id in base64; a JWT's
+# parts are JSON objects in base64
+# ---------------------------------------------------------------------------
+
+# base64 of ASCII digits: each 3 digits are 4 characters from these classes (1 or 2 digits left: 2 or 3),
+# so a snowflake id of 17 to 20 digits is 23 to 27 characters no other text has by chance
+_GROUP = rb"(?:[MNO][DTjz][AEIMQUYcgk][w-z0-5])"
+_LAST = rb"(?:[MNO][AQgw]|[MNO][DTjz][AEIMQUYcgk])"  # 1 or 2 digits left over
+# after the scanned first character: the rest of the first group, then 17 to 20 digits in all
+_SNOWFLAKE_REST = (
+    rb"[DTjz][AEIMQUYcgk][w-z0-5](?:" + _GROUP + rb"{5}" + _LAST + rb"?|" + _GROUP + rb"{4}[MNO][DTjz][AEIMQUYcgk])"
+)
+
+
+def _b64_json_object(part: bytes) -> bool:
+    """``part`` (base64url, maybe unpadded) decodes to a JSON object."""
+    try:
+        text = base64.urlsafe_b64decode(part + b"=" * (-len(part) % 4))
+        return isinstance(json.loads(text), dict)
+    except ValueError:  # binascii.Error, UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return False
+
+
+def _json_parts(m: re.Match, g: str, b: bytes, bl: bytes) -> bool:
+    """The first two parts of a dotted token decode to JSON objects (a JWT with a spaced header)."""
+    s, e = m.span(g + "s")
+    first, second = (b[m.start() : s] + b[s:e]).split(b".")[:2]
+    return _b64_json_object(first) and _b64_json_object(second)
+
+
+_STRUCTURE_RULES: list[Rule] = [
+    *(
+        Rule(
+            "discord_bot_token",
+            "",
+            first,
+            rb"(?=[DTjz])"  # most capitals are not followed so: fail before the lookbehind
+            + not_after_word(first, rb"A-Za-z0-9_-")
+            + _SNOWFLAKE_REST
+            + rb"\.(?P<s>[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40})(?![A-Za-z0-9_-])",
+        )
+        for first in (b"M", b"N", b"O")  # base64 of an ASCII digit starts so
+    ),
+    *(
+        Rule(
+            "jwt",
+            "",
+            scan,
+            not_after_word(scan, rb"A-Za-z0-9_-")
+            + rb"(?P<s>[A-Za-z0-9_-]{4,8192}\.e[yw][A-Za-z0-9_-]{8,16384}\.[A-Za-z0-9_-]{0,8192})(?![A-Za-z0-9_-])",
+            check=_json_parts,
+        )
+        for scan in (b"eyA", b"ew")  # base64 of '{ ' and of '{' and a line break or tab
+    ),
+]
+
+
 #: Words whose mention anywhere in an entry makes a token of a shape too common alone a secret.
 CONTEXT_WORDS = (b"discord", b"telegram")
 # Those whose tokens a rule finds by searching the whole text once it meets the word: a part of
@@ -131,7 +191,8 @@ RULES: list[Rule] = [
     ),
     Rule(
         "discord_bot_token",
-        "Discord bot tokens in text that mentions discord",
+        "Discord bot tokens: anywhere when the first part is the base64 of a numeric id (a snowflake), "
+        "looser shapes in text that mentions discord",
         b"c",
         rb"ord(?<=discord)",
         fold=True,
@@ -150,9 +211,10 @@ RULES: list[Rule] = [
     ),
     Rule(
         "jwt",
-        "JSON Web Tokens eyJ... (and JWE)",
+        "JSON Web Tokens eyJ... (and JWE), and three-part tokens whose first two parts decode to JSON objects "
+        'written with whitespace ({ "alg"..., {\\n...)',
         b"y",
-        rb"j(?<=eyj)(?P<s>" + B64U + rb"{8,8192}\.ey" + B64U + rb"{8,16384}(?:\." + B64U + rb"{0,8192}){1,3}=*)",
+        rb"j(?<=eyj)(?P<s>" + B64U + rb"{8,8192}\.e[yw]" + B64U + rb"{8,16384}(?:\." + B64U + rb"{0,8192}){1,3}=*)",
         fold=True,
         check=orig_at(-1, b"eyJ"),
     ),
@@ -163,4 +225,4 @@ RULES: list[Rule] = [
         rb"A(?:(?<=[0-9]:AA)|(?<=[0-9]%3AAA)|(?<=[0-9]%253AAA))[A-Za-z0-9_-]{31,40}(?![A-Za-z0-9_-])",
         handler=_telegram,
     ),
-]
+] + _STRUCTURE_RULES

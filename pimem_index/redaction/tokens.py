@@ -11,6 +11,7 @@ from pimem_index.redaction.rule import (
     all_of,
     has_non_hex,
     mask_before,
+    not_after,
     not_after_word,
     orig_at,
 )
@@ -120,7 +121,9 @@ _SERVICE_RULES: list[Rule] = [
         "service_token",
         "",
         b"Q~",
-        rb"(?<=[0-9]Q~)(?<![A-Za-z0-9_~.][A-Za-z0-9_~.]{3}[0-9]Q~)(?P<s>[A-Za-z0-9_~.-]{31,34})(?![A-Za-z0-9_~.-])",
+        rb"(?<=[0-9]Q~)"
+        + not_after(rb"[A-Za-z0-9_~.]{3}[0-9]Q~", rb"A-Za-z0-9_~.")
+        + rb"(?P<s>[A-Za-z0-9_~.-]{31,34})(?![A-Za-z0-9_~.-])",
     ),
     _token("service_token", b"4b1d", rb"[A-Za-z0-9]{38}", fold=False, check=has_non_hex),
     _token("service_token", b"clojars_", rb"[a-z0-9]{60}"),
@@ -160,7 +163,9 @@ _SERVICE_RULES: list[Rule] = [
         "service_token",
         "",
         b"at.",
-        rb"(?<=[ps]at\.)(?<![A-Za-z0-9_][ps]at\.)(?P<s>[A-Za-z0-9_-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20})"
+        rb"(?<=[ps]at\.)"
+        + not_after(rb"[ps]at\.")
+        + rb"(?P<s>[A-Za-z0-9_-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20})"
         + END_ALNUM,
     ),
     Rule("service_token", "", b".atlasv1.", rb"(?P<s>[a-z0-9_=-]{60,70})(?![a-z0-9_=-])", fold=True),
@@ -171,7 +176,7 @@ _SERVICE_RULES: list[Rule] = [
         "service_token",
         "",
         b"-us",
-        rb"(?<=[0-9a-f]{32}-us)(?<![a-z0-9_][0-9a-f]{32}-us)[0-9]{1,2}" + END_ALNUM,
+        rb"(?<=[0-9a-f]{32}-us)" + not_after(rb"[0-9a-f]{32}-us", rb"a-z0-9_") + rb"[0-9]{1,2}" + END_ALNUM,
         fold=True,
         handler=mask_before(32),
     ),
@@ -180,7 +185,7 @@ _SERVICE_RULES: list[Rule] = [
         "service_token",
         "",
         b"_mmk",
-        rb"(?<=[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk)(?<![A-Za-z0-9_][A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk)" + END_ALNUM,
+        rb"(?<=[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk)" + not_after(rb"[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk") + END_ALNUM,
         handler=mask_before(36),
     ),
     Rule(
@@ -439,7 +444,7 @@ RULES: list[Rule] = [
         "azure_sas_signature",
         "Azure SAS signatures sig=...",
         b"g",
-        rb"=(?<![a-z0-9_]sig=)(?<=sig=)(?P<s>[a-z0-9%+/=]{16,512})",
+        rb"=(?<=sig=)" + not_after_word(b"sig=", rb"a-z0-9_") + rb"(?P<s>[a-z0-9%+/=]{16,512})",
         fold=True,
     ),
     Rule(

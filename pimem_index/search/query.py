@@ -18,7 +18,7 @@ from pimem_index import db, store
 from pimem_index.errors import Arg, UserError
 from pimem_index.locations import Locations, discover
 from pimem_index.redaction import redact
-from pimem_index.search import results, session_info, wordforms
+from pimem_index.search import exchange, results, session_info, wordforms
 from pimem_index.search.request import ReadRequest, SearchRequest, query_terms
 from pimem_index.search.reread import (
     ENTRY_COLUMNS,
@@ -224,6 +224,7 @@ def _page_of_ranked(conn, locations: Locations, request: SearchRequest, sc: Scop
     for hit in found.hits:
         text = hit.text if hit.read else text_of(hit.row)
         hit_json = _hit_json(locations, hit.row, hit.score, terms, text, labels.get(hit.row.rowid, ()))
+        hit_json.update(exchange.call_keys(conn, locations, hit.row))
         reply["results"].append({**hit_json, "folded": hit.folded})
     reply["folded"] = sum(hit.folded for hit in found.hits)
     if request.phrases:
@@ -465,7 +466,8 @@ def _epoch(ts: str) -> float:
 
 def _hit(conn, locations: Locations, row: EntryRow, score: float | None, terms: list[str]) -> dict:
     entry = reread_entry(conn, row, locations)
-    return _hit_json(locations, row, score, terms, entry.text if entry else None, entry.labels if entry else ())
+    hit = _hit_json(locations, row, score, terms, entry.text if entry else None, entry.labels if entry else ())
+    return {**hit, **exchange.call_keys(conn, locations, row)}
 
 
 def _hit_json(
@@ -530,11 +532,12 @@ def read(conn: db.Connection, locations: Locations, request: ReadRequest | str |
         "action": "read",
         "status": "ok",
         **sc.as_json(),
-        "entry": entry_json(row),
+        "entry": {**entry_json(row), **exchange.call_keys(conn, locations, row)},
         "text": clean[offset:end],
         "offset": offset,
         "next_offset": end if end < total else None,
         "total_chars": total,
+        **({"around": exchange.around(conn, locations, row, request.around)} if request.around else {}),
         "sessions": _sessions(conn, locations, request, [row.session_id]),
     }
 

@@ -16,7 +16,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from pimem_index import db, journal, store
@@ -25,6 +25,12 @@ from pimem_index.search.scope import allowed, default_scope, project_cwd
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 100
+# The largest offset asked for (hits, sessions, a session page's entries, a read's characters): far past
+# any real index or entry, and far below what SQLite binds (2**63 - 1).
+MAX_OFFSET = 10**9
+# The years a date may name: journals exist from 1970 (epoch milliseconds) and datetime arithmetic on a
+# day or a week around the bound stays within Python's years 1 to 9999.
+FIRST_YEAR, LAST_YEAR = 1970, 2199
 # A search's size. Measured on the benchmark corpus (500 MB, 124,000 entries, 2 cores): the 64
 # most common words take 1.6 s globally, 0.8 s in a project; 990 of them took 4.4 s and 1,000
 # overflow SQLite's expression depth. A pasted error message of a few dozen words fits.
@@ -40,6 +46,7 @@ PARAMETERS = (
     "until",
     "limit",
     "offset",
+    "around",
     "journal",
     "by",
     "model",
@@ -171,6 +178,7 @@ class ReadRequest:
     offset: int = 0
     max_scope: str = "global"
     home: str | None = None
+    around: int = 0  # entries before and after it on its branch (exchange.around)
 
     @classmethod
     def create(
@@ -184,9 +192,11 @@ class ReadRequest:
         offset: Any = 0,
         max_scope: str = "global",
         home: str | None = None,
+        around: Any = None,
     ) -> ReadRequest:
         """Check every field once (a UserError names the first wrong one)."""
         checked_offset = check_offset(offset)
+        checked_around = check_around(around)
         if not entry_id:
             raise UserError("read needs an entry id", Arg("id", "c3d4e5f6"))
         return cls(
@@ -198,6 +208,7 @@ class ReadRequest:
             offset=checked_offset,
             max_scope=max_scope,
             home=home,
+            around=checked_around,
         )
 
     @classmethod
@@ -219,6 +230,7 @@ class ReadRequest:
             journal_path=journal_path,
             offset=args.get("offset"),
             max_scope=max_scope,
+            around=args.get("around"),
         )
 
 
@@ -275,6 +287,14 @@ def parse_bound(value: str | None, *, end: bool, name: str) -> str | None:
             Arg(name, "2026-03-15"),
             Arg(name, "2026-03-15T22:40:00Z"),
         ) from None
+    except OverflowError:  # a day at the edge of Python's years, moved to UTC
+        dt = None
+    if dt is None or not FIRST_YEAR <= dt.year <= LAST_YEAR or not FIRST_YEAR <= dt.astimezone(UTC).year <= LAST_YEAR:
+        raise UserError(
+            f"{name}: {value!r} must fall between {FIRST_YEAR} and {LAST_YEAR}",
+            Arg(name, "2026-03-15"),
+            Arg(name, "2026-03-15T22:40:00Z"),
+        )
     return journal.iso_utc(dt)
 
 
@@ -300,16 +320,38 @@ def check_limit(limit: Any) -> int:
     return value
 
 
+# Entries a read shows around its entry, at most, on each side.
+MAX_AROUND = 20
+
+
+def check_around(around: Any) -> int:
+    """How many entries before and after a read's entry to show: 0 to MAX_AROUND; 0 when none is given."""
+    if around is None or around == "":
+        return 0
+    try:
+        value = int(around)
+    except (TypeError, ValueError):
+        value = -1
+    if not 0 <= value <= MAX_AROUND:
+        raise UserError(f"around must be a whole number from 0 to {MAX_AROUND}", Arg("around", 3))
+    return value
+
+
 def check_offset(offset: Any, example: int = 16000) -> int:
-    """An offset (characters of a read, hits of a search), 0 or more; 0 when none is given."""
+    """An offset (characters of a read, hits of a search, sessions, a session page's entries) from 0 to
+    MAX_OFFSET; 0 when none is given."""
     if offset is None or offset == "":
         return 0
     try:
         value = int(offset)
     except (TypeError, ValueError):
-        raise UserError("offset must be a whole number, 0 or more", Arg("offset", example)) from None
+        if not (isinstance(offset, str) and offset.strip().isdigit()):  # else too many digits for int()
+            raise UserError("offset must be a whole number, 0 or more", Arg("offset", example)) from None
+        value = MAX_OFFSET + 1
     if value < 0:
         raise UserError("offset must be a whole number, 0 or more", Arg("offset", example))
+    if value > MAX_OFFSET:
+        raise UserError(f"offset must be a whole number from 0 to {MAX_OFFSET:,}", Arg("offset", example))
     return value
 
 

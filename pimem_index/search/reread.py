@@ -87,6 +87,11 @@ def reread(conn: db.Connection, row: EntryRow, locations: Locations) -> str | No
     return checked[1].text if checked else None
 
 
+def reread_line(conn: db.Connection, row: EntryRow, locations: Locations) -> tuple[dict, journal.Entry] | None:
+    """The entry's journal line as `reread` reads it: parsed, and as the journal module reads it (unredacted)."""
+    return _checked_line(conn, row, locations)
+
+
 def reread_entry(conn: db.Connection, row: EntryRow, locations: Locations) -> journal.Entry | None:
     """The entry `reread` reads, as the journal module reads it (its text and labels, unredacted)."""
     checked = _checked_line(conn, row, locations)

@@ -108,7 +108,11 @@ class Scope:
             raise ValueError("a project scope needs its root, e.g. Scope('project', root='/home/u/Apps/prjct')")
 
     def predicate(self) -> tuple[str, list]:
-        """SQL over `files f` (and `e`) that keeps this scope's entries: the one scope rule."""
+        """SQL over `files f` (and `e`) that keeps this scope's entries: the one scope rule.
+
+        A project is its root and every folder below it, compared byte for byte (case-sensitive, no
+        wildcard): the paths from `root/` up to `root0` (`0` follows `/`), never `LIKE`, which folds
+        ASCII case and reads `_` and `%` as wildcards."""
         if self.name == "session":
             return "e.file_id IN (SELECT id FROM files WHERE session_id = ?)", [self.session_id]
         if self.name == "project":
@@ -116,8 +120,8 @@ class Scope:
             if self.exact:
                 return "e.file_id IN (SELECT id FROM files WHERE cwd = ?)", [self.root]
             return (
-                "e.file_id IN (SELECT id FROM files WHERE cwd = ? OR cwd LIKE ? ESCAPE '\\')",
-                [self.root, like_prefix(self.root)],
+                "e.file_id IN (SELECT id FROM files WHERE cwd = ? OR (cwd >= ? || '/' AND cwd < ? || '0'))",
+                [self.root, *[self.root.rstrip("/")] * 2],
             )
         return "1", []
 
@@ -136,12 +140,6 @@ class Scope:
 
     def as_json(self) -> dict:
         return {"scope": self.name, "root": self.root if self.name == "project" else None}
-
-
-def like_prefix(root: str) -> str:
-    """`root/%` with LIKE's wildcards and the escape character escaped."""
-    escaped = root.rstrip("/").replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped + "/%"
 
 
 def project_root(conn: db.Connection, cwd: str, home: str | None = None) -> tuple[str, bool]:

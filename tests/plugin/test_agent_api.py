@@ -75,3 +75,50 @@ async def test_recent_entries_leave_out_the_callers_own_call_too(ds, turn, token
     res = await ds.client.get(api("search", cwd=turn["cwd"], journal=str(turn["now"].path)), **bearer(token))
     assert turn["asked"] in hit_ids(res)
     assert turn["call"] not in hit_ids(res)
+
+
+@pytest.fixture
+def exchange(conn, locations, new_journal, home):
+    """A question, a bash call that failed with exit 3 and its result, and an answer."""
+    j = new_journal("Apps/prjct")
+    asked = j.user("why does the walrus lint fail?")
+    call = j.assistant(tool_calls=[("bash", {"command": "make walrus-lint", "timeout": 30})])
+    result = j.tool_result(
+        "bash", "walrus.py:3 unused import\n\nCommand exited with code 3", is_error=True, call_id=j.call_ids[0]
+    )
+    answer = j.assistant("The walrus lint fails on an unused import.")
+    index_all(conn, locations)
+    return {"asked": asked, "call": call, "result": result, "answer": answer, "cwd": str(home / "Apps/prjct")}
+
+
+@pytest.mark.asyncio
+async def test_the_api_ties_calls_to_their_results(ds, exchange, token):
+    res = await ds.client.get(api("search", q="walrus", cwd=exchange["cwd"]), **bearer(token))
+    hits = {h["id"]: h for h in res.json()["results"]}
+    assert hits[exchange["call"]]["outcome"] == "exit 3"
+    assert hits[exchange["call"]]["result"] == "walrus.py:3 unused import"
+    assert hits[exchange["result"]]["call"] == "bash: make walrus-lint"
+    assert not {"outcome", "result", "call"} & hits[exchange["asked"]].keys()
+
+
+@pytest.mark.asyncio
+async def test_the_api_reads_an_entry_with_the_entries_around_it(ds, exchange, token):
+    res = await ds.client.get(api("read", id=exchange["call"], cwd=exchange["cwd"], around=1), **bearer(token))
+    data = res.json()
+    assert res.status_code == 200 and data["status"] == "ok"
+    assert [(a["id"], a["side"]) for a in data["around"]] == [
+        (exchange["asked"], "before"),
+        (exchange["result"], "after"),
+    ]
+    assert data["around"][1]["call"] == "bash: make walrus-lint"
+    wide = await ds.client.get(api("read", id=exchange["call"], cwd=exchange["cwd"], around=2), **bearer(token))
+    assert [a["id"] for a in wide.json()["around"]][-1] == exchange["answer"]
+    plain = await ds.client.get(api("read", id=exchange["call"], cwd=exchange["cwd"]), **bearer(token))
+    assert "around" not in plain.json()
+
+
+@pytest.mark.asyncio
+async def test_around_out_of_range_is_a_400_with_an_example(ds, exchange, token):
+    res = await ds.client.get(api("read", id=exchange["call"], cwd=exchange["cwd"], around=99), **bearer(token))
+    assert res.status_code == 400
+    assert "around must be a whole number from 0 to 20" in res.json()["error"] and "around=3" in res.json()["error"]

@@ -150,7 +150,10 @@ def served_layout(agent_dir, home, tmp_path):
     deep = Journal(agent_dir / "sessions", str(home / LONG_PROJECT))
     deep.session_info("Design system work")
     deep.user("rename the button tokens")
-    deep.compaction("## Goal\nRename the button tokens\n\n## Progress\n- [x] colors\n- [ ] spacing\n\n<b>bold tag</b>")
+    deep.compaction(
+        "## Goal\nRename the button tokens\n\n## Progress\n- [x] colors\n- [ ] spacing\n\n<b>bold tag</b>\n\n"
+        "![pixel](http://127.0.0.2:9/pixel.png?leak=button-tokens)"
+    )
     server = Server(env)
     link = server.wait_ready()
     wait_indexed(server, pimem(env, "token").strip())
@@ -289,6 +292,29 @@ def test_the_summaries_page_renders_a_summarys_markdown_without_its_html(browser
     assert summary.locator("li").count() == 2
     assert "<b>bold tag</b>" in summary.inner_text() and summary.locator("b").count() == 0
     page.screenshot(path=str(ARTIFACTS / "pi-memory-summaries.png"), full_page=True)
+
+
+def test_the_pages_load_nothing_from_other_origins_and_break_no_script_of_their_own(browser, served_layout):
+    server, link = served_layout
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    requested: list[str] = []
+    refused: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    page.on(
+        "console", lambda message: refused.append(message.text) if "Content Security Policy" in message.text else None
+    )
+    page.goto(link)
+    for path in ("/-/pi-memory", "/-/pi-memory/summaries?scope=global", "/-/pi-memory/sessions", "/-/pi-memory/usage"):
+        page.goto(f"{server.url}{path}")
+        page.wait_for_load_state("networkidle")
+    summary = page.goto(f"{server.url}/-/pi-memory/summaries?scope=global")
+    assert summary is not None and "default-src 'self'" in summary.headers["content-security-policy"]
+    assert page.locator(".pi-memory-markdown a", has_text="image: pixel").count() == 1  # the image is a link
+    assert page.locator(".pi-memory-markdown img").count() == 0
+    assert [url for url in requested if not url.startswith(server.url)] == []  # the pixel was never fetched
+    assert any("/-/static/" in url for url in requested)  # Datasette's own scripts still load
+    assert refused == []  # and the policy blocked none of them
+    page.close()
 
 
 def test_a_session_reads_as_a_conversation_at_laptop_and_phone_widths(browser, served_conversation):

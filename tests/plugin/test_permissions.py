@@ -14,7 +14,7 @@ import pytest_asyncio
 from datasette_test import Datasette
 from support.plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette, pimem_serve_datasette, running
 
-from datasette_pi_memory.state import ACTION
+from datasette_pi_memory.state import ACTION, PLUGIN
 from pimem_index.index.indexer import index_all
 
 OTHER_NAME = "osprey-rollout-planning"  # the other project's session name
@@ -162,14 +162,19 @@ def other_db(tmp_path) -> str:
 
 @pytest_asyncio.fixture
 async def plain(locations, world, other_db):
-    """`datasette serve history.sqlite other.db` with the plugin installed: no pimem config, no allow block."""
-    ds = Datasette([str(locations.db_path), other_db], permissions={ACTION: {"id": ["bob", "root"]}})
+    """`datasette serve history.sqlite other.db` with the plugin installed: no allow block; bob is granted
+    pi-memory-read and people's cap is global (`max_scope: global`), so bob reads the index's own tables."""
+    ds = Datasette(
+        [str(locations.db_path), other_db],
+        permissions={ACTION: {"id": ["bob", "root"]}},
+        plugin_config={PLUGIN: {"max_scope": "global"}},
+    )
     ds.root_enabled = True
     async with running(ds):
         yield ds
 
 
-BOB = {"id": "bob"}  # granted pi-memory-read by configuration
+BOB = {"id": "bob"}  # granted pi-memory-read by configuration, capped at global
 
 INDEX_PATHS = [
     "/history",
@@ -381,3 +386,58 @@ async def test_a_table_level_allow_in_the_configuration_does_not_open_the_index(
         assert conn.execute("SELECT count(*) FROM entries WHERE rowid = 1").fetchone()[0] == 1
         root = await ds.client.get("/history/files.json", actor=ROOT)
         assert root.status_code == 200 and ".jsonl" in root.text
+
+
+# ---- a cap narrower than global keeps Datasette's own tables closed (issue 25 item 4) -----------------
+
+CAPPED_PATHS = [
+    "/history",
+    "/history/files.json",
+    "/history/sessions.json",
+    "/history/tool_calls.json",
+    "/history/entries.json",
+    "/history/entries.json?_search=kestrel",
+    "/history/entries.json?_search=kestrel&_searchmode=raw",
+    "/history/-/query.json?sql=select+path,cwd+from+files",
+    "/history/-/query.json?sql=select+rowid+from+entries_fts+where+entries_fts+match+'kestrel'",
+    "/history/entries_fts_data.json",
+    "/history/entries_fts_idx.json",
+    "/history/entries_fts_config.json",
+    "/history/sessions_per_project_per_week.json",
+]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("cap", ["session", "project"])
+async def test_a_capped_reader_is_refused_datasette_s_tables_views_sql_and_term_search(locations, named_world, cap):
+    capped = make_datasette(locations, {"max_scope": cap}, permissions={ACTION: {"id": ["alice", "root"]}})
+    async with running(capped) as ds:
+        for path in CAPPED_PATHS:
+            alice = await ds.client.get(path, actor=ALICE)
+            assert alice.status_code == 403, (path, alice.status_code)
+            assert not shows_the_other_project(alice.text, named_world) and ".jsonl" not in alice.text, path
+            root = await ds.client.get(path, actor=ROOT)
+            assert root.status_code == 200, (path, root.status_code)
+        own = await ds.client.get(  # what the cap allows still answers: the current session through the API
+            api_path("search", named_world, q="heron", scope="session", journal=str(named_world["a"].path)),
+            actor=ALICE,
+        )
+        assert own.status_code == 200 and "heron" in own.text
+
+
+@pytest.mark.asyncio
+async def test_the_agent_is_refused_datasette_s_tables_and_sql_and_a_global_reader_keeps_them(
+    locations, named_world, token
+):
+    readers = {ACTION: {"id": ["alice", "root", "pi-agent"]}}
+    wide = make_datasette(locations, {"max_scope": "global"}, permissions=readers)
+    async with running(wide) as ds:
+        for path in CAPPED_PATHS[:10]:
+            for request in (bearer(token), {"actor": {"id": "pi-agent"}}):  # its token, or its actor alone
+                agent = await ds.client.get(path, **request)
+                assert agent.status_code == 403, (path, agent.status_code)
+                assert not shows_the_other_project(agent.text, named_world), path
+            alice = await ds.client.get(path, actor=ALICE)
+            assert alice.status_code == 200, (path, alice.status_code)
+        api = await ds.client.get(api_path("search", named_world), **bearer(token))
+        assert api.status_code == 200 and "heron" in api.text  # the agent reads through the API

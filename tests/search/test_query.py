@@ -11,7 +11,8 @@ import pytest
 from pimem_index.errors import UserError
 from pimem_index.index.indexer import index_all, index_journal
 from pimem_index.search import query, reread, scope
-from pimem_index.search.request import MAX_TERMS, parse_bound, query_terms
+from pimem_index.search.request import MAX_TERMS, SessionsRequest, UsageRequest, parse_bound, query_terms
+from pimem_index.session import activity
 
 SECRET = "gh" + "p_" + "Rk3mW8qZ2xT5vB9nC4yH7jL1pD6sF0gA2eU8"
 ENTRY_KEYS = {"id", "session_id", "timestamp", "kind", "role", "tool"}
@@ -661,3 +662,24 @@ def test_redacted_head_masks_a_secret_that_starts_in_the_shown_part():
     cut_naively = query.redact(text[:1000])
     assert token[4:12] in cut_naively, "the margin is what masks a secret cut at the edge"
     assert reread.redacted_head("short " + token, 1000) == query.redact("short " + token)
+
+
+def test_the_project_rule_is_exact_and_case_sensitive_on_every_query(conn, locations, home, new_journal):
+    made = {}
+    for name in ("Apps/projA", "Apps/projA/sub", "Apps/PROJA/sub", "Apps/projA_x", "Apps/projAB"):
+        j = new_journal(name)
+        made[name] = (j, j.user(f"deploy pipeline notes for {name.replace('/', ' ')}"))
+        j.assistant("noted", usage={"input": 10, "output": 1, "cost": {"total": 0.5}})
+    index_all(conn, locations)
+    cwd = str(home / "Apps/projA")
+    inside = {made[n][0].session_id for n in ("Apps/projA", "Apps/projA/sub")}
+    searched = query.search(conn, locations, "deploy pipeline", cwd=cwd)
+    assert {r["session_id"] for r in searched["results"]} == inside
+    listed = activity.sessions(conn, SessionsRequest.create(cwd=cwd))
+    assert {s["session_id"] for s in listed["sessions"]} == inside
+    per_session = activity.usage(conn, UsageRequest.create("session", cwd=cwd))
+    assert {row["key"] for row in per_session["rows"]} == inside
+    for name in ("Apps/PROJA/sub", "Apps/projA_x", "Apps/projAB"):  # other spellings, LIKE's wildcard, a prefix
+        assert query.read(conn, locations, made[name][1], cwd=cwd)["status"] == "not_found", name
+        assert query.read(conn, locations, made[name][1], cwd=str(home / name))["status"] == "ok", name
+    assert query.read(conn, locations, made["Apps/projA/sub"][1], cwd=cwd)["status"] == "ok"

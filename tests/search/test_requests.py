@@ -12,7 +12,7 @@ from pimem_index import journal
 from pimem_index.errors import UserError
 from pimem_index.index.indexer import index_all
 from pimem_index.search import query, scope
-from pimem_index.search.request import ReadRequest, SearchRequest, query_args
+from pimem_index.search.request import MAX_OFFSET, ReadRequest, SearchRequest, check_offset, parse_bound, query_args
 
 
 @pytest.fixture
@@ -114,3 +114,66 @@ def test_a_cwd_given_to_the_api_must_be_absolute(conn, two_projects):
     with pytest.raises(UserError, match="cwd must be an absolute folder"):
         scope.project_cwd(conn, "Apps/mine", None)
     assert scope.project_cwd(conn, os.sep + "Apps", None) == os.sep + "Apps"
+
+
+# ---- every number and date has bounds (issue 25 item 6) ------------------------------------------
+
+HUGE = "99999999999999999999"  # past 2**63: SQLite cannot bind it
+
+
+def test_an_offset_is_a_whole_number_up_to_a_billion():
+    assert check_offset(str(MAX_OFFSET)) == MAX_OFFSET == 10**9
+    for wrong in (HUGE, str(MAX_OFFSET + 1), "9" * 5000):
+        with pytest.raises(UserError, match=r"offset must be a whole number from 0 to 1,000,000,000 \(e.g. offset="):
+            check_offset(wrong)
+    for wrong in ("-1", "1e3"):
+        with pytest.raises(UserError, match=r"offset must be a whole number, 0 or more \(e.g. offset="):
+            check_offset(wrong)
+
+
+@pytest.mark.parametrize("value", ["9999-12-31", "1900-01-01", "1969-12-31", "2200-01-01", "0001-01-01T00:00:00+14:00"])
+def test_a_date_outside_1970_to_2199_is_refused_in_one_line(value):
+    with pytest.raises(UserError, match=r"since: .* must fall between 1970 and 2199 \(e.g. since=2026-03-15") as e:
+        parse_bound(value, end=False, name="since")
+    assert "\n" not in str(e.value)
+
+
+def test_the_first_and_last_days_within_the_bounds_are_read():
+    assert parse_bound("1970-01-02", end=False, name="since").startswith("1970-01-0")
+    assert parse_bound("2199-12-30", end=True, name="until").startswith("2199-12-3")
+
+
+@pytest.mark.asyncio
+async def test_an_out_of_bounds_number_or_date_is_a_400_everywhere_and_an_exit_1_on_the_cli(locations, two_projects):
+    from click.testing import CliRunner
+    from support.plugin_world import ROOT, make_datasette, running
+
+    from pimem_index.cli import cli
+
+    cwd = two_projects["Apps/mine"][0].cwd
+    paths = [
+        f"/-/pi-memory/api/search?offset={HUGE}&scope=global",
+        f"/-/pi-memory/api/summaries?offset={HUGE}&scope=global",
+        f"/-/pi-memory/api/sessions?offset={HUGE}",
+        f"/-/pi-memory/api/read?id={two_projects['Apps/mine'][1]}&offset={HUGE}&cwd={cwd}",
+        "/-/pi-memory/api/usage?since=9999-12-31",
+        f"/-/pi-memory/sessions?offset={HUGE}",
+        f"/-/pi-memory/summaries?offset={HUGE}&scope=global",
+        f"/-/pi-memory/search?q=deploy&offset={HUGE}&scope=global",
+        f"/-/pi-memory/sessions/{two_projects['Apps/mine'][0].session_id}?offset={HUGE}",
+        "/-/pi-memory/usage?since=9999-12-31",
+        "/-/pi-memory/usage?since=1900-01-01&until=9999-12-30",
+    ]
+    async with running(make_datasette(locations)) as datasette:
+        for path in paths:
+            res = await datasette.client.get(path, actor=ROOT)
+            assert res.status_code == 400, (path, res.status_code)
+            assert "1,000,000,000" in res.text or "between 1970 and 2199" in res.text, path
+            assert "deploy notes" not in res.text and "Traceback" not in res.text, path
+        fine = await datasette.client.get(f"/-/pi-memory/api/sessions?offset={MAX_OFFSET}", actor=ROOT)
+        assert fine.status_code == 200 and fine.json()["sessions"] == []
+    runner = CliRunner()
+    for args in (["sessions", "--offset", HUGE], ["search", "--offset", HUGE], ["usage", "--since", "9999-12-31"]):
+        result = runner.invoke(cli, [*args, "--no-index"])
+        assert result.exit_code == 1, (args, result.output)
+        assert result.output.count("\n") == 1 and "Traceback" not in result.output, result.output

@@ -232,10 +232,29 @@ def stack(tmp_path, pi_bin):
 # ---- the scenario -------------------------------------------------------------------------
 
 
+def _hits_by_session(search_text: str) -> dict[str, list[tuple[str, str]]]:
+    """The tool's hits, {short session id: [(entry id, kind), ...]}: each session's header line
+    (`[short id] title · folder · day`), then a line per hit (`  id time kind ...`)."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    current = None
+    for line in search_text.splitlines():
+        header = re.match(r"\[(\S+)\] ", line)
+        if header:
+            current = found.setdefault(header.group(1), [])
+        hit = re.match(r"  (\S+) [\d:\- ]+? (\w+)", line)
+        if hit and current is not None and not line.startswith("    "):
+            current.append((hit.group(1), hit.group(2)))
+    return found
+
+
+def _hits_of(search_text: str, session_id: str) -> list[tuple[str, str]]:
+    """The hits of the session with that full id (its header names it by a short id within it)."""
+    return [hit for short, hits in _hits_by_session(search_text).items() if short in session_id for hit in hits]
+
+
 def _pick_hit(search_text: str, session_id: str) -> str | None:
     """The id of a search hit from the given session, preferring the bash tool result."""
-    hits = re.findall(r"id (\S+) \| [^|]* \| (\S+) \| session (\S+)", search_text)
-    mine = [(entry_id, kind) for entry_id, kind, sid in hits if sid == session_id]
+    mine = _hits_of(search_text, session_id)
     for entry_id, kind in mine:
         if kind.startswith("tool_result"):
             return entry_id
@@ -286,7 +305,7 @@ def test_memory_context_end_to_end_with_real_pi(stack):
     search, read = results
     print(f"--- session 2 search ---\n{search['text']}\n--- session 2 read ---\n{read['text']}")
     assert not search["isError"], search["text"]
-    assert s1_id in search["text"], f"search did not find session 1:\n{search['text']}"
+    assert _hits_of(search["text"], s1_id), f"search did not find session 1:\n{search['text']}"
     # the tool passes its own journal, so the question asked a moment ago is found too, but never
     # the assistant message holding this very search (the caller's own turn)
     [asked] = [e["id"] for e in _lines(s2) if (e.get("message") or {}).get("role") == "user"]
@@ -296,8 +315,9 @@ def test_memory_context_end_to_end_with_real_pi(stack):
         for block in (e.get("message") or {}).get("content") or []
         if isinstance(block, dict) and block.get("type") == "toolCall" and block["arguments"].get("action") == "search"
     ]
-    assert f"id {asked} " in search["text"], f"the current journal was not indexed first:\n{search['text']}"
-    assert f"id {own_call} " not in search["text"], f"the caller's own call was a hit:\n{search['text']}"
+    s2_hits = [entry_id for entry_id, _kind in _hits_of(search["text"], _header(s2)["id"])]
+    assert asked in s2_hits, f"the current journal was not indexed first:\n{search['text']}"
+    assert own_call not in s2_hits, f"the caller's own call was a hit:\n{search['text']}"
     assert not read["isError"], read["text"]
     assert fact in read["text"], f"read did not return session 1's text verbatim:\n{read['text']}"
     assert stack.answers(), "the tool's first call started the server, which keeps running"
@@ -320,7 +340,8 @@ def test_memory_context_end_to_end_with_real_pi(stack):
     print(f"--- session 3 search ---\n{other['text']}")
     assert not other["isError"], other["text"]
     assert fact not in other["text"], f"project B saw project A's fact:\n{other['text']}"
-    assert s1_id not in other["text"] and str(stack.project_a) not in other["text"], other["text"]
+    assert not _hits_of(other["text"], s1_id) and s1_id not in other["text"], other["text"]
+    assert str(stack.project_a) not in other["text"], other["text"]
     assert secret not in s3.read_text()
 
     assert stack.model.exhausted == 0, "Pi asked the scripted model more often than scripted"

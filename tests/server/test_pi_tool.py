@@ -30,7 +30,7 @@ from pimem_index.errors import UserError
 
 TS_SOURCE = EXTENSION_DIR / "memory_context.ts"
 FORBIDDEN_EVENTS = ["context", "before_agent_start", "before_provider_request", "agent_end", "turn_end"]
-PARAMETERS = {"action", "query", "entryId", "sessionId", "since", "until", "scope", "kind", "offset"}
+PARAMETERS = {"action", "query", "entryId", "sessionId", "since", "until", "scope", "kind", "offset", "around"}
 
 
 def _pi_package() -> Path:
@@ -328,9 +328,10 @@ def test_search_sends_contract_parameters_and_formats_hits(tmp_path, api):
     assert q["session_id"] == [ENTRY["session_id"]]
     assert "scope" not in q, "the default scope is the server's to choose"
     text = out["text"]
-    assert "a1b2c3d4" in text and ENTRY["session_id"] in text
-    assert "cwd /home/u/proj" in text and "cwd ?" not in text  # the hit's folder, from the sessions map
-    assert "tool_result(bash)" in text and "2026-03-15T22:40:31Z" in text
+    # one header line for the session (short id, title, folder under the project root, day), then the hit
+    assert "[55555555] fix the vault · proj · 2026-03-15" in text
+    assert ENTRY["session_id"] not in text and "/home/u/proj" not in text
+    assert "  a1b2c3d4 22:40 tool_result(bash)" in text
     assert "vault codeword: zorblax" in text  # excerpt on one line
     assert "hint: no entry has every term" in text
     assert "indexing is still running" in text and "3/9" in text
@@ -360,7 +361,7 @@ def test_kind_as_string_and_summaries_route(tmp_path, api):
     assert api.requests[0]["path"] == "/-/pi-memory/api/summaries"
     assert q["kind"] == ["compaction"] and q["scope"] == ["session"]
     assert "journal" not in q  # no session file (pi --no-session): nothing sent
-    assert "summaries: 1 result" in out["text"] and "## Goal fix login" in out["text"]
+    assert "summaries: 1 hit" in out["text"] and "## Goal fix login" in out["text"]
     assert "note:" not in out["text"]
 
 
@@ -386,7 +387,7 @@ def test_a_search_continues_from_an_offset_and_shows_folds_and_where_the_next_pa
     assert out["ok"], out
     assert api.requests[0]["query"]["offset"] == ["10"]
     assert "(and 17 more like it in this session)" in out["text"]
-    assert "More results: the same search with offset 20." in out["text"]
+    assert "More: the same search with offset 20." in out["text"]
     assert "offset 10." not in out["text"]
 
 
@@ -444,6 +445,68 @@ def test_read_ok_ambiguous_unavailable_not_found(tmp_path, api):
     [bad] = _exec(tmp_path, agent, project, [{"params": {"action": "read"}}])
     assert not bad["ok"] and "entryId" in bad["error"]
     assert len(api.requests) == before
+
+
+def test_hits_say_how_a_call_ended_and_which_call_a_result_answers(tmp_path, api):
+    agent, project = tmp_path / "agent", tmp_path / "proj"
+    project.mkdir()
+    pi_tool.install(agent, api.url, "tok")
+    call = {**ENTRY, "id": "c0ffee01", "kind": "assistant", "role": "assistant", "outcome": "exit 3"}
+    call["result"] = "lint: 2 problems"
+    result = {**ENTRY, "call": "bash: npm run check | grep error"}
+    plain = {**ENTRY, "id": "d0d0d0d0", "kind": "user", "role": "user", "tool": None}
+    api.responses["/-/pi-memory/api/search"] = (
+        200,
+        {
+            "action": "search",
+            "scope": "project",
+            "root": "/home/u",
+            "match": "all",
+            "results": [{**h, "excerpt": "npm run check", "score": 1.0, "folded": 0} for h in (call, result, plain)],
+            "sessions": SESSIONS,
+            "indexing": {"complete": True, "journals_indexed": 1, "journals_total": 1},
+        },
+    )
+    [out] = _exec(tmp_path, agent, project, [{"params": {"action": "search", "query": "check"}}])
+    lines = out["text"].splitlines()
+    assert "  c0ffee01 22:40 assistant(bash) exit 3: lint: 2 problems" in lines
+    assert "  a1b2c3d4 22:40 tool_result(bash) ← bash: npm run check | grep error" in lines
+    assert "  d0d0d0d0 22:40 user" in lines  # nothing to say beyond its kind
+    assert sum(line.startswith("[55555555]") for line in lines) == 1  # one header for the session's three hits
+
+
+def test_read_with_around_sends_it_and_shows_the_neighbours_in_order(tmp_path, api):
+    agent, project = tmp_path / "agent", tmp_path / "proj"
+    project.mkdir()
+    pi_tool.install(agent, api.url, "tok")
+    asked = {**ENTRY, "id": "11110000", "kind": "user", "role": "user", "tool": None}
+    answer = {**ENTRY, "id": "22220000", "kind": "assistant", "role": "assistant", "tool": None}
+    api.responses["/-/pi-memory/api/read"] = (
+        200,
+        {
+            "action": "read",
+            "status": "ok",
+            "entry": {**ENTRY, "call": "bash: cat notes.txt"},
+            "sessions": SESSIONS,
+            "text": "vault codeword: zorblax",
+            "offset": 0,
+            "next_offset": None,
+            "total_chars": 23,
+            "around": [
+                {**asked, "text": "what is in the notes?", "side": "before"},
+                {**answer, "text": "The codeword is zorblax.", "side": "after"},
+            ],
+        },
+    )
+    [out] = _exec(tmp_path, agent, project, [{"params": {"action": "read", "entryId": "a1b2c3d4", "around": 1}}])
+    assert out["ok"], out
+    assert api.requests[-1]["query"]["around"] == ["1"] and "limit" not in api.requests[-1]["query"]
+    text = out["text"]
+    assert "← bash: cat notes.txt" in text.splitlines()[0]
+    assert text.index("what is in the notes?") < text.index("vault codeword: zorblax") < text.index("The codeword is")
+    assert "--- 11110000" in text and "--- 22220000" in text
+    [plain] = _exec(tmp_path, agent, project, [{"params": {"action": "read", "entryId": "a1b2c3d4"}}])
+    assert "around" not in api.requests[-1]["query"]
 
 
 def test_errors_name_the_fix(tmp_path, api):

@@ -30,7 +30,7 @@ export const TOOL_NAME = "memory_context";
 
 // Rides every request to the model: keep it under 200 characters (a test holds it there).
 export const DESCRIPTION =
-	"Search and read past Pi sessions (this project by default): search finds entries, read returns an entry's full text by entryId, summaries lists compaction summaries.";
+	"Search and read past Pi sessions (this project by default): search finds entries, read returns an entry's full text by entryId (around: its neighbours), summaries lists summaries.";
 
 const KINDS = ["user", "assistant", "tool_result", "bash", "custom", "compaction", "branch_summary"] as const;
 const SEARCH_LIMIT = 10;
@@ -51,6 +51,9 @@ const Parameters = Type.Object({
 	),
 	offset: Type.Optional(
 		Type.Integer({ minimum: 0, description: "Continue from a reply's next_offset (read: characters; search, summaries: hits)" }),
+	),
+	around: Type.Optional(
+		Type.Integer({ minimum: 0, maximum: 20, description: "read: also the N entries before and after it (the question, the result)" }),
 	),
 });
 
@@ -142,7 +145,8 @@ export function buildQuery(params: MemoryContextParams, cwd: string, journal: st
 	const kinds = params.kind === undefined ? [] : Array.isArray(params.kind) ? params.kind : params.kind.split(",");
 	for (const k of kinds) put("kind", k.trim());
 	put("offset", params.offset);
-	if (params.action !== "read") put("limit", SEARCH_LIMIT);
+	if (params.action === "read") put("around", params.around);
+	else put("limit", SEARCH_LIMIT);
 	put("journal", journal);
 	return q;
 }
@@ -171,13 +175,43 @@ function sessionOf(data: Json, e: Json): Json {
 	return (typeof e.session_id === "string" && map[e.session_id]) || {};
 }
 
+/** What a hit says beyond its kind: a call's outcome and first line of result, a result's call. */
+function exchange(e: Json): string {
+	if (typeof e.call === "string" && e.call) return ` ← ${oneLine(e.call)}`;
+	if (typeof e.outcome !== "string" || !e.outcome) return "";
+	const result = oneLine(e.result);
+	return ` ${e.outcome}${result ? `: ${result}` : ""}`;
+}
+
+function day(ts: unknown): string {
+	return typeof ts === "string" ? ts.slice(0, 10) : "?";
+}
+
+/** A session's folder as the reply's project root sees it: `.` for the root, a relative path below it. */
+function folder(cwd: unknown, root: unknown): string {
+	if (typeof cwd !== "string" || !cwd) return "?";
+	if (typeof root === "string" && root) {
+		if (cwd === root) return ".";
+		if (cwd.startsWith(root.endsWith("/") ? root : `${root}/`)) return cwd.slice(root.replace(/\/+$/, "").length + 1);
+	}
+	return cwd;
+}
+
+/** One line per session: its short id, title, folder and start day. */
+function sessionHeader(data: Json, sessionId: string): string {
+	const s: Json = (data.sessions && data.sessions[sessionId]) || {};
+	const short = typeof s.short_id === "string" && s.short_id ? s.short_id : sessionId;
+	const title = oneLine(s.title).slice(0, 80) || "(untitled)";
+	return `[${short}] ${title} · ${folder(s.cwd, data.root)} · ${day(s.started ?? undefined)}`;
+}
+
 export function formatHits(data: Json): string {
 	const results: Json[] = Array.isArray(data.results) ? data.results : [];
 	const action = data.action === "summaries" ? "summaries" : "search";
 	const head: string[] = [];
-	head.push(`${action}: ${results.length} result${results.length === 1 ? "" : "s"}`);
-	if (data.scope) head.push(`scope ${data.scope}${data.root ? ` (${data.root})` : ""}`);
-	if (data.match) head.push(`match ${data.match}`);
+	head.push(`${action}: ${results.length} hit${results.length === 1 ? "" : "s"}`);
+	if (data.scope) head.push(`${data.scope}${data.root ? ` ${data.root}` : ""}`);
+	if (data.match && data.match !== "all") head.push(`match ${data.match}`);
 	const lines = [head.join(" · ")];
 	if (data.hint) lines.push(`hint: ${data.hint}`);
 	if (data.indexing && data.indexing.complete === false) {
@@ -188,19 +222,29 @@ export function formatHits(data: Json): string {
 				: "";
 		lines.push(`note: ${ix.note || "indexing is still running; results may be incomplete"}${count}`);
 	}
-	results.forEach((hit, i) => {
-		const s = sessionOf(data, hit);
-		lines.push(
-			`${i + 1}. id ${hit.id} | ${time(hit.timestamp)} | ${kindLabel(hit)} | session ${hit.session_id} | cwd ${s.cwd ?? "?"}`,
-		);
-		const excerpt = oneLine(hit.excerpt ?? hit.summary);
-		if (excerpt) lines.push(`   ${excerpt}`);
-		if (typeof hit.folded === "number" && hit.folded > 0) lines.push(`   (and ${hit.folded} more like it in this session)`);
-	});
+	// hits grouped by session, sessions in the order of their best hit
+	const groups = new Map<string, Json[]>();
+	for (const hit of results) {
+		const key = typeof hit.session_id === "string" ? hit.session_id : "?";
+		if (!groups.has(key)) groups.set(key, []);
+		groups.get(key)!.push(hit);
+	}
+	for (const [sessionId, hits] of groups) {
+		lines.push(sessionHeader(data, sessionId));
+		const started = day((data.sessions?.[sessionId] ?? {}).started);
+		for (const hit of hits) {
+			const ts = time(hit.timestamp);
+			const when = day(hit.timestamp) === started ? ts.slice(11, 16) : ts.slice(0, 16).replace("T", " ");
+			lines.push(`  ${hit.id} ${when} ${kindLabel(hit)}${exchange(hit)}`);
+			const excerpt = oneLine(hit.excerpt ?? hit.summary);
+			if (excerpt) lines.push(`    ${excerpt}`);
+			if (typeof hit.folded === "number" && hit.folded > 0) lines.push(`    (and ${hit.folded} more like it in this session)`);
+		}
+	}
 	if (data.phrases && data.phrases.note) lines.push(`note: ${data.phrases.note}`);
-	if (typeof data.next_offset === "number") lines.push(`More results: the same ${action} with offset ${data.next_offset}.`);
+	if (typeof data.next_offset === "number") lines.push(`More: the same ${action} with offset ${data.next_offset}.`);
 	if (results.length > 0) {
-		lines.push(`Full text: action "read" with entryId (and sessionId).`);
+		lines.push(`Read: entryId (+ sessionId: the [id]), around N for its neighbours.`);
 	} else {
 		lines.push(`No hits${data.scope ? ` in scope ${data.scope}` : ""}; try other or fewer terms.`);
 	}
@@ -215,12 +259,17 @@ export function formatRead(data: Json, params: MemoryContextParams): string {
 			const text = typeof data.text === "string" ? data.text : "";
 			const offset = typeof data.offset === "number" ? data.offset : 0;
 			const total = typeof data.total_chars === "number" ? data.total_chars : offset + text.length;
+			const around: Json[] = Array.isArray(data.around) ? data.around : [];
+			const block = (a: Json) => [`--- ${a.id} ${time(a.timestamp)} ${kindLabel(a)}${exchange(a)}`, String(a.text ?? "")];
 			const lines = [
-				`entry ${e.id ?? id} | ${time(e.timestamp)} | ${kindLabel(e)} | session ${e.session_id} | cwd ${sessionOf(data, e).cwd ?? "?"}`,
+				`entry ${e.id ?? id} | ${time(e.timestamp)} | ${kindLabel(e)}${exchange(e)} | session ${e.session_id} | cwd ${sessionOf(data, e).cwd ?? "?"}`,
 				`chars ${offset}-${offset + text.length} of ${total}`,
-				"",
-				text,
 			];
+			for (const a of around.filter((a) => a.side === "before")) lines.push(...block(a));
+			if (around.length) lines.push(`--- ${e.id ?? id} (this entry)`);
+			else lines.push("");
+			lines.push(text);
+			for (const a of around.filter((a) => a.side !== "before")) lines.push(...block(a));
 			if (typeof data.next_offset === "number") {
 				lines.push("", `next_offset: ${data.next_offset} (more remains: read again with offset ${data.next_offset})`);
 			}

@@ -1,0 +1,114 @@
+"""Calls with their results, on the real-Pi corpus: a call's hit says how it ended, a result's hit
+which call it answers, and a read gives the entries around an entry on its branch."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from support.real_pi_index import indexed_corpus
+
+from pimem_index.cli import cli
+from pimem_index.errors import UserError
+from pimem_index.index.indexer import index_all
+from pimem_index.search import query
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch):
+    world = indexed_corpus(tmp_path, monkeypatch)
+    yield world
+    world.conn.close()
+
+
+def search(world, q, *kinds):
+    return query.search(world.conn, world.locations, q, scope="global", kinds=list(kinds))["results"]
+
+
+def test_a_tool_calls_hit_carries_its_outcome_and_the_first_line_of_its_result(world):
+    [failed] = search(world, "nowhere", "assistant")  # edit (old text absent), bash exit 3, read of a missing file
+    assert failed["outcome"] == "error"
+    assert failed["result"].startswith("Could not find the exact text in src/app.py")
+    [fine] = search(world, "wc", "assistant")  # read-only tools that all worked
+    assert fine["outcome"] == "ok" and fine["result"] == "def add(a, b):"
+    assert "call" not in failed and "call" not in fine
+
+
+def test_a_failed_bash_call_says_its_exit_code(conn, locations, new_journal, home):
+    j = new_journal("Apps/prjct")
+    failing = j.assistant(tool_calls=[("bash", {"command": "make lint-zebra"})])
+    j.tool_result("bash", "lint: 2 problems\n\nCommand exited with code 3", is_error=True, call_id=j.call_ids[0])
+    passing = j.assistant(tool_calls=[("bash", {"command": "make test-zebra"})])
+    j.tool_result("bash", "all green", call_id=j.call_ids[0])
+    index_all(conn, locations)
+    hits = {h["id"]: h for h in query.search(conn, locations, "zebra", cwd=str(home / "Apps/prjct"))["results"]}
+    assert hits[failing]["outcome"] == "exit 3" and hits[failing]["result"] == "lint: 2 problems"
+    assert hits[passing]["outcome"] == "ok" and hits[passing]["outcome"] != "exit 3"
+
+
+def test_a_results_hit_carries_its_call(world):
+    [missing] = search(world, "ENOENT", "tool_result")
+    assert missing["call"] == "read: missing.txt"
+    [bash] = search(world, "checking", "tool_result")
+    assert bash["call"] == "bash: echo checking; ls no-such-dir; exit 3"
+    assert "outcome" not in bash and "result" not in bash
+    for hit in search(world, "fail", "user"):
+        assert not {"call", "outcome", "result"} & hit.keys()
+
+
+def test_a_user_bash_run_carries_its_exit_code(world):
+    hits = search(world, "", "bash")
+    outcomes = {hit["outcome"] for hit in hits}
+    assert outcomes == {"ok", "exit 2"}
+
+
+def test_read_around_gives_the_entries_before_and_after_on_its_branch(world):
+    [call] = search(world, "nowhere", "assistant")
+    read = query.read(world.conn, world.locations, call["id"], scope="global", around=3, session_id=call["session_id"])
+    around = read["around"]
+    assert [a["kind"] for a in around] == ["user", "tool_result", "tool_result", "tool_result"]
+    assert around[0]["text"] == "Try a few things that will fail."
+    assert [a["call"] for a in around[1:]] == [
+        "edit: src/app.py",
+        "bash: echo checking; ls no-such-dir; exit 3",
+        "read: missing.txt",
+    ]
+    assert call["id"] not in [a["id"] for a in around]
+    assert all(a["session_id"] == call["session_id"] for a in around)
+    plain = query.read(world.conn, world.locations, call["id"], scope="global", session_id=call["session_id"])
+    assert "around" not in plain
+
+
+def test_read_around_shows_a_call_without_its_argument_names(world):
+    [result] = search(world, "checking", "tool_result")
+    read = query.read(world.conn, world.locations, result["id"], scope="global", around=2)
+    call, edited, missing = read["around"][:3]  # parallel calls' results follow one another
+    assert call["kind"] == "assistant" and "echo checking; ls no-such-dir; exit 3" in call["text"]
+    assert "command:" not in call["text"] and "path:" not in call["text"]
+    assert edited["call"] == "edit: src/app.py" and missing["call"] == "read: missing.txt"
+
+
+@pytest.mark.parametrize("around", ["21", "-1", "two"])
+def test_around_out_of_range_is_a_one_line_error(world, around):
+    [call] = search(world, "nowhere", "assistant")
+    with pytest.raises(UserError) as e:
+        query.read(world.conn, world.locations, call["id"], scope="global", around=around)
+    assert "around must be a whole number from 0 to 20" in str(e.value)
+
+
+def test_the_cli_reads_an_exchange_with_around(world):
+    runner = CliRunner()
+
+    def run(*args):
+        return runner.invoke(cli, list(args), catch_exceptions=False)
+
+    [call] = search(world, "nowhere", "assistant")
+    out = run("read", call["id"], "--scope", "global", "--around", "3", "--session", call["session_id"]).output
+    assert "outcome: error" in out
+    assert out.index("Try a few things that will fail.") < out.index("def nowhere():") < out.index("exit 3")
+    assert "call: read: missing.txt" in out
+    data = json.loads(run("read", call["id"], "--scope", "global", "--around", "1", "--json").output)
+    assert [a["kind"] for a in data["around"]] == ["user", "tool_result"]
+    bad = run("read", call["id"], "--scope", "global", "--around", "50")
+    assert bad.exit_code == 1 and "--around 3" in bad.output and "Traceback" not in bad.output
