@@ -21,7 +21,7 @@ from typing import BinaryIO, NamedTuple
 from pimem_index import journal, store
 from pimem_index.index.forgotten import Forgotten, ForgottenJournal
 from pimem_index.index.settings import IndexSettings, or_default
-from pimem_index.redaction import redact
+from pimem_index.redaction import redact, redact_part
 from pimem_index.redaction.parts import redact_without
 
 # Journals are read in chunks of this size (a batch's size: settings.IndexSettings).
@@ -148,7 +148,8 @@ def failure_reason(error: BaseException) -> str:
     surrogate, from a file name that is not UTF-8, written as \\udcNN)."""
     text = str(error).strip().splitlines()
     reason = f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
-    return redact(reason[:REASON_CHARS].encode("utf-8", "backslashreplace").decode("utf-8"))
+    reason = reason.encode("utf-8", "backslashreplace").decode("utf-8")
+    return redact_part(reason, 0, REASON_CHARS)[:REASON_CHARS]  # redacted as a whole, then cut
 
 
 def _line_after(fh, cursor: int, size: int, limit: int = 1024 * 1024) -> bool:

@@ -16,7 +16,7 @@ from typing import NamedTuple
 from pimem_index import db, journal
 from pimem_index.errors import Arg, UserError
 from pimem_index.locations import Locations
-from pimem_index.redaction import context_of, redact, redact_part
+from pimem_index.redaction import context_of, redact_part
 from pimem_index.search import session_info
 from pimem_index.search.reread import (
     JOURNAL_HEAD_COLUMNS,
@@ -473,11 +473,13 @@ def _recorded(text: str | None) -> dict | None:
     """The diff Pi recorded in an edit's result (`details.diff`), redacted as one text, as diff lines."""
     if not text:
         return None
-    if len(text) > RECORDED_DIFF_CHARS:
-        text = text[: text.rfind("\n", 0, RECORDED_DIFF_CHARS) + 1 or RECORDED_DIFF_CHARS]
-    return diffs.recorded(redact(text)).as_dict()
+    end = len(text)
+    if end > RECORDED_DIFF_CHARS:
+        end = text.rfind("\n", 0, RECORDED_DIFF_CHARS) + 1 or RECORDED_DIFF_CHARS
+    return diffs.recorded(redact_part(text, 0, end)).as_dict()  # as the whole diff redacted shows it
 
 
 def _redacted(value: str | None, limit: int) -> str | None:
-    """A short journal string (a model, a label, an error message) redacted and cut to `limit`."""
-    return redact(value[: limit * 4])[:limit] if value else None
+    """A journal string (a model, a label, an error message) as redact(value) shows its first `limit`
+    characters: redacted with the whole value's context (a word far beyond the cut counts), then cut."""
+    return redact_part(value, 0, limit)[:limit] if value else None

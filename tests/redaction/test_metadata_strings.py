@@ -380,3 +380,54 @@ def test_no_cli_command_prints_a_secret_from_any_field(run, conn, secrets):
         "bash_output",
     } <= shown_fields(shown, values)
     assert masked(values["assistant_model"]) in shown["usage --by model"]
+
+
+def discord_token() -> tuple[str, str]:
+    """(a Discord-shaped bot token that is a secret only beside the word discord, its masked part)."""
+    first = "M" + "".join(RNG.choice(ALNUM) for _ in range(23))
+    rest = "".join(RNG.choice(ALNUM) for _ in range(6)) + "." + "".join(RNG.choice(ALNUM) for _ in range(38))
+    return f"{first}.{rest}", rest
+
+
+@pytest.mark.asyncio
+async def test_a_long_label_error_message_or_recorded_diff_is_redacted_whole_before_it_is_cut(
+    conn, locations, new_journal
+):
+    """The session page shows the first characters of a label, an error message or the diff Pi recorded;
+    the word that makes a token a secret may stand far beyond them."""
+    label, label_secret = discord_token()
+    error, error_secret = discord_token()
+    diff, diff_secret = discord_token()
+    j = new_journal("Apps/prjct")
+    asked = j.user(f"{WORD} why does the bot fail")
+    j.label(asked, f"bot {label} " + "and more words " * 300 + "for the discord bot")
+    j.message(
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": f"{WORD} trying"}],
+            "model": "claude-sonnet-4-5",
+            "provider": "anthropic",
+            "usage": usage(10, 1, 0.0),
+            "stopReason": "error",
+            "errorMessage": f"gateway refused {error}\n" + "retrying the connection\n" * 5000 + "discord said no",
+        }
+    )
+    j.assistant("Editing.", tool_calls=[("edit", {"path": "bot.py", "edits": [{"oldText": "a", "newText": "b"}]})])
+    lines = [f"+{n:>6} bot {diff} here" if n == 1 else f" {n:>6} plain line" for n in range(1, 25_000)]
+    j.message(
+        {
+            "role": "toolResult",
+            "toolCallId": j.call_ids[0],
+            "toolName": "edit",
+            "content": [{"type": "text", "text": "Successfully replaced 1 block(s) in bot.py."}],
+            "details": {"diff": "\n".join(lines) + "\n+ 25000 # the discord bot", "firstChangedLine": 1},
+            "isError": False,
+        }
+    )
+    indexer.index_all(conn, locations)
+    async with running(make_datasette(locations)) as ds:
+        page = (await ds.client.get(f"/-/pi-memory/sessions/{j.session_id}", actor=ROOT)).text
+    assert [s for s in (label_secret, error_secret, diff_secret) if s in page] == []
+    tokens = {"label": label, "error": error, "diff": diff}
+    shown = {name: token.split(".")[0] + ".[REDACTED]" for name, token in tokens.items()}
+    assert [name for name, masked_token in shown.items() if masked_token not in page] == []
