@@ -450,7 +450,7 @@ def test_read_ok_ambiguous_unavailable_not_found(tmp_path, api):
 def test_hits_say_how_a_call_ended_and_which_call_a_result_answers(tmp_path, api):
     agent, project = tmp_path / "agent", tmp_path / "proj"
     project.mkdir()
-    pi_tool.install(agent, api.url, "tok")
+    pi_tool.install(agent, api.url, TOKEN)
     call = {**ENTRY, "id": "c0ffee01", "kind": "assistant", "role": "assistant", "outcome": "exit 3"}
     call["result"] = "lint: 2 problems"
     result = {**ENTRY, "call": "bash: npm run check | grep error"}
@@ -478,7 +478,7 @@ def test_hits_say_how_a_call_ended_and_which_call_a_result_answers(tmp_path, api
 def test_read_with_around_sends_it_and_shows_the_neighbours_in_order(tmp_path, api):
     agent, project = tmp_path / "agent", tmp_path / "proj"
     project.mkdir()
-    pi_tool.install(agent, api.url, "tok")
+    pi_tool.install(agent, api.url, TOKEN)
     asked = {**ENTRY, "id": "11110000", "kind": "user", "role": "user", "tool": None}
     answer = {**ENTRY, "id": "22220000", "kind": "assistant", "role": "assistant", "tool": None}
     api.responses["/-/pi-memory/api/read"] = (
