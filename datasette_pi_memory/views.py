@@ -89,7 +89,8 @@ async def api_not_found(datasette, request):
 async def ensure_pages_allowed(datasette, request) -> None:
     if not await allowed(datasette, request):
         raise Forbidden(
-            f"Reading Pi journals needs the {ACTION} permission: log in as root with the link pimem serve printed"
+            f"Reading Pi journals needs the {ACTION} permission: log in as root with a one-time link "
+            "from pimem login (run it where pimem serve runs)"
         )
     refusal = state(datasette).page_refusal(request.actor)
     if refusal:

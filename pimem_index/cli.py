@@ -872,7 +872,7 @@ def _echo_table(header: Sequence[str], rows: Sequence[Sequence[str]], ruled: boo
     type=click.Choice(SESSION_SORTS),
     default=None,
     metavar="KEY",
-    help="cost, tokens or size (entries), largest first [default: date, newest]",
+    help="cost, tokens (input and output) or size (entries), largest first [default: date, newest]",
 )
 def sessions(locations: Locations, as_json, no_index, **options):
     """Sessions newest first (or by --sort), with their duration, tokens, cost, models, tool calls and errors.

@@ -274,7 +274,9 @@ def _message_entry(obj: dict, lineno: int) -> Entry | None:
     elif kind == "tool_result":
         text = content_text(message.get("content"))
         tool = _str_or_none(message.get("toolName"))
-        usage = _result_usage(_outcome(message.get("isError")), _label(message.get("toolCallId")))
+        is_error = _outcome(message.get("isError"))
+        exit_code = bash_result_exit(text, is_error) if tool == "bash" else None
+        usage = _result_usage(is_error, _label(message.get("toolCallId")), exit_code)
     elif kind == "bash":
         command = _str(message.get("command"))
         output = _str(message.get("output"))
@@ -288,9 +290,28 @@ def _message_entry(obj: dict, lineno: int) -> Entry | None:
     return _entry(obj, lineno, kind, text, role=role, tool=tool, message=message, usage=usage)
 
 
-def _result_usage(is_error: int | None, call_id: str | None) -> Usage:
+def _result_usage(is_error: int | None, call_id: str | None, exit_code: int | None = None) -> Usage:
     """A tool result's figures (by position: a named tuple's keywords cost a microsecond a line)."""
-    return Usage(None, None, None, None, None, None, None, None, is_error, None, call_id, ())
+    return Usage(None, None, None, None, None, None, None, None, is_error, exit_code, call_id, ())
+
+
+# Pi's bash tool ends the text of a non-zero exit with this status line (after a blank line when there was output);
+# an aborted or timed-out command ends with another status and has no exit code.
+BASH_EXIT_STATUS = "Command exited with code "
+
+
+def bash_result_exit(text: str, is_error: int | None) -> int | None:
+    """The exit code of the agent's bash call from its result: 0 when it succeeded, N from the text's
+    `Command exited with code N` when it failed, None when it failed otherwise (aborted, timed out)."""
+    if is_error == 0:
+        return 0
+    if is_error is None:
+        return None
+    at = text.rfind(BASH_EXIT_STATUS)
+    code = text[at + len(BASH_EXIT_STATUS) :]
+    if at < 0 or not (at == 0 or text.endswith("\n\n", 0, at)) or not re.fullmatch(r"-?\d{1,10}", code):
+        return None
+    return _exit_code(int(code))
 
 
 def _bash_usage(exit_code: int | None) -> Usage:

@@ -25,8 +25,8 @@ from pimem_index.search.reread import (
     EntryRow,
     entry_json,
     excerpt,
-    reread,
     reread_entry,
+    reread_read,
     select_entries,
     unavailable_reason,
     unavailable_text,
@@ -519,7 +519,7 @@ def read(conn: db.Connection, locations: Locations, request: ReadRequest | str |
             ],
         }
     row = rows[0]
-    text = reread(conn, row, locations)
+    text = reread_read(conn, row, locations)
     if text is None:
         reason = unavailable_reason(row, locations)
         return {"action": "read", "status": "unavailable", **sc.as_json(), "reason": reason}

@@ -87,6 +87,20 @@ def reread(conn: db.Connection, row: EntryRow, locations: Locations) -> str | No
     return checked[1].text if checked else None
 
 
+def reread_read(conn: db.Connection, row: EntryRow, locations: Locations) -> str | None:
+    """What a read shows of an entry (unredacted): its text, and for an assistant turn that was aborted or
+    failed, how it ended (`[aborted: Request was aborted.]`, as the session page says it); None as `reread`."""
+    if row.kind != "assistant":
+        return reread(conn, row, locations)
+    shaped = reread_shape(conn, row, locations)
+    if shaped is None:
+        return None
+    if shaped.stop_reason not in ("aborted", "error"):
+        return shaped.text
+    ending = f"[{shaped.stop_reason}: {shaped.error_message or 'no reason given'}]"
+    return f"{shaped.text}\n\n{ending}" if shaped.text else ending
+
+
 def reread_line(conn: db.Connection, row: EntryRow, locations: Locations) -> tuple[dict, journal.Entry] | None:
     """The entry's journal line as `reread` reads it: parsed, and as the journal module reads it (unredacted)."""
     return _checked_line(conn, row, locations)

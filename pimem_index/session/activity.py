@@ -179,7 +179,7 @@ SESSION_KEYS = (
 SESSION_ORDER = {
     "date": "COALESCE(e.last_timestamp, e.started) DESC",
     "cost": "e.cost DESC",
-    "tokens": "(e.input_tokens + e.output_tokens + e.cache_read_tokens + e.cache_write_tokens) DESC",
+    "tokens": "(e.input_tokens + e.output_tokens) DESC",  # the tokens every list shows: input and output
     "size": "e.entries DESC",
 }
 

@@ -361,3 +361,25 @@ def test_pimem_usage_and_pimem_sessions_report_the_independent_sum(conn, locatio
         sid: (s["errors"], len(s["calls"])) for sid, s in want.items()
     }
     assert by_session[a.session_id]["errors"] == 3  # the failed edit, the exit 1 and the late failure
+
+
+def test_the_agents_bash_results_carry_their_exit_code(tmp_path, monkeypatch):
+    from support.real_pi_index import indexed_corpus
+
+    world = indexed_corpus(tmp_path, monkeypatch)
+
+    def bash_results(role: str) -> list[tuple[int, int | None]]:
+        return world.conn.execute(
+            "SELECT is_error, exit_code FROM entries WHERE session_id = ? AND kind = 'tool_result' AND tool = 'bash'",
+            (world.session(role),),
+        ).fetchall()
+
+    assert (1, 3) in bash_results("with_failures")  # "...\n\nCommand exited with code 3"
+    assert bash_results("all_tools") and set(bash_results("all_tools")) == {(0, 0)}
+    assert (1, None) in bash_results("aborted")  # "Command aborted": failed, but no exit code to report
+    assert (1, 0) not in bash_results("aborted") + bash_results("with_failures")
+    others = world.conn.execute(
+        "SELECT count(*) FROM entries WHERE kind = 'tool_result' AND tool <> 'bash' AND exit_code IS NOT NULL"
+    ).fetchone()[0]
+    assert others == 0  # read, edit, grep... results have no exit code
+    world.conn.close()

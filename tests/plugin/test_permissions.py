@@ -441,3 +441,13 @@ async def test_the_agent_is_refused_datasette_s_tables_and_sql_and_a_global_read
             assert alice.status_code == 200, (path, alice.status_code)
         api = await ds.client.get(api_path("search", named_world), **bearer(token))
         assert api.status_code == 200 and "heron" in api.text  # the agent reads through the API
+
+
+@pytest.mark.asyncio
+async def test_a_refused_page_says_how_to_get_a_login_link(world, locations):
+    async with running(pimem_serve_datasette(locations)) as ds:
+        for res in await assert_every_page_refuses(ds, world, actor=ALICE):
+            assert "pimem login" in res.text and "one-time link" in res.text
+            assert "the link pimem serve printed" not in res.text
+        root = await ds.client.get("/-/pi-memory", actor=ROOT)
+        assert root.status_code == 200 and "pimem login" not in root.text

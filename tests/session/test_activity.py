@@ -148,6 +148,19 @@ def test_sessions_come_newest_first_with_their_figures(conn, world):
     assert page[2]["errors"] == 0
 
 
+def test_sessions_sorted_by_tokens_count_input_and_output_as_the_list_shows_them(conn, locations, new_journal):
+    cached = new_journal("Apps/cache")  # few tokens of its own, many read from the cache
+    cached.assistant("e", usage=usage(100, 10, 0.01, 90_000, 5_000))
+    busy = new_journal("Apps/busy")
+    busy.assistant("f", usage=usage(4_000, 400, 0.02))
+    index_all(conn, locations)
+    page = activity.sessions(conn, SessionsRequest.create(sort="tokens", scope="global"))["sessions"]
+    shown = [(s["session_id"], s["input_tokens"] + s["output_tokens"]) for s in page]
+    assert shown[0] == (busy.session_id, 4_400)
+    assert shown == sorted(shown, key=lambda s: -s[1])  # not by the cache tokens the list does not show
+    assert [s for s, _ in shown].index(cached.session_id) > [s for s, _ in shown].index(busy.session_id)
+
+
 def test_sessions_filtered_by_model_keep_only_those_that_used_it(conn, world):
     page = activity.sessions(conn, SessionsRequest.create(model="gpt-5"))["sessions"]
     assert [s["session_id"] for s in page] == [world["other"].session_id]
