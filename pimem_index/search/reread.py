@@ -11,7 +11,10 @@ shown of it is redacted here too (`excerpt`, `redacted_head`). An entry comes as
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -19,6 +22,7 @@ from typing import NamedTuple
 from pimem_index import db, journal, store
 from pimem_index.locations import Locations
 from pimem_index.redaction import redact, redact_part
+from pimem_index.redaction.ids import shown_id
 from pimem_index.redaction.parts import redact_without
 from pimem_index.search import wordforms
 
@@ -26,6 +30,11 @@ EXCERPT_CHARS = 300
 WHOLE_REDACT_CHARS = 200_000
 EXCERPT_WINDOW = 20_000
 UNAVAILABLE = "[journal line unavailable]"
+# The whole redacted texts of the entries read last (`redacted_text`), so paging through a huge entry
+# costs about a page a page: only entries of KEEP_FROM_CHARS or more (smaller ones are cheap to redo),
+# at most KEPT_CHARS of text in all, the least recently read dropped first.
+KEEP_FROM_CHARS = 64 * 1024
+KEPT_CHARS = 64 * 1024 * 1024
 
 
 class EntryRow(NamedTuple):
@@ -87,6 +96,58 @@ def reread(conn: db.Connection, row: EntryRow, locations: Locations) -> str | No
     return checked[1].text if checked else None
 
 
+class _Kept:
+    """Redacted texts keyed by their journal line (path, offset, length, fingerprint, entry id)."""
+
+    def __init__(self) -> None:
+        self.texts: OrderedDict[tuple, str] = OrderedDict()
+        self.chars = 0
+        self.lock = threading.Lock()
+
+    def get(self, key: tuple) -> str | None:
+        with self.lock:
+            text = self.texts.get(key)
+            if text is not None:
+                self.texts.move_to_end(key)
+            return text
+
+    def put(self, key: tuple, text: str) -> None:
+        if not KEEP_FROM_CHARS <= len(text) <= KEPT_CHARS:
+            return
+        with self.lock:
+            if key in self.texts:
+                return
+            self.texts[key] = text
+            self.chars += len(text)
+            while self.chars > KEPT_CHARS:
+                _old, dropped = self.texts.popitem(last=False)
+                self.chars -= len(dropped)
+
+
+_kept = _Kept()
+
+
+def redacted_text(conn: db.Connection, row: EntryRow, locations: Locations) -> str | None:
+    """The entry's whole text as a read shows it (`reread_read`), redacted, or None as `reread` says.
+
+    The line is read and its fingerprint checked on every call; only when it is still the line
+    read before (the same bytes at the same place) does its redacted text come from memory
+    instead of being parsed and redacted again.
+    """
+    key = (row.path, row.offset, row.length, row.fingerprint, row.id)
+    data = _line_bytes(row, locations)
+    if data is not None and len(data) == row.length and journal.fingerprint(data) == row.fingerprint:
+        kept = _kept.get(key)
+        if kept is not None:
+            return kept
+    text = reread_read(conn, row, locations)
+    if text is None:
+        return None
+    clean = redact(text)
+    _kept.put(key, clean)
+    return clean
+
+
 def reread_read(conn: db.Connection, row: EntryRow, locations: Locations) -> str | None:
     """What a read shows of an entry (unredacted): its text, and for an assistant turn that was aborted or
     failed, how it ended (`[aborted: Request was aborted.]`, as the session page says it); None as `reread`."""
@@ -116,18 +177,24 @@ def reread_shape(conn: db.Connection, row: EntryRow, locations: Locations) -> jo
     """The entry's line read as `reread` reads it, with its structure (blocks, tool call ids, exit
     status: journal.shape); unredacted, None when the line is not the entry."""
     checked = _checked_line(conn, row, locations)
-    return journal.shape(*checked) if checked else None
+    return _shown_call_ids(journal.shape(*checked)) if checked else None
+
+
+def _shown_call_ids(shape: journal.Shape) -> journal.Shape:
+    """A shape's tool call ids as the index keeps them (`shown_id`), so results pair with calls and a
+    page shows no id a secret rule would mask."""
+    if shape.call_id is not None:
+        shape.call_id = shown_id(shape.call_id)
+    for block in shape.blocks:
+        if block.call is not None and block.call.call_id is not None:
+            block.call.call_id = shown_id(block.call.call_id)
+    return shape
 
 
 def _checked_line(conn: db.Connection, row: EntryRow, locations: Locations) -> tuple[dict, journal.Entry] | None:
     """The entry's journal line (parsed, and read as an entry) when it is the one the row points to."""
-    if not locations.contains(Path(row.path)):
-        return None
-    try:
-        with open(row.path, "rb") as fh:
-            fh.seek(row.offset)
-            data = fh.read(row.length)
-    except OSError:
+    data = _line_bytes(row, locations)
+    if data is None:
         return None
     obj = item = None
     if len(data) == row.length and journal.fingerprint(data) == row.fingerprint:
@@ -136,10 +203,24 @@ def _checked_line(conn: db.Connection, row: EntryRow, locations: Locations) -> t
             item = journal.interpret(obj, row.line)
         except journal.Malformed:
             item = None
-    if obj is None or not isinstance(item, journal.Entry) or item.id != row.id:
+    if obj is None or not isinstance(item, journal.Entry) or shown_id(item.id) != row.id:
         _queue_reindex(conn, row.file_id)
         return None
+    if item.id != row.id or shown_id(item.parent_id) != item.parent_id:  # ids as the index keeps them
+        item = dataclasses.replace(item, id=row.id, parent_id=shown_id(item.parent_id))
     return obj, item
+
+
+def _line_bytes(row: EntryRow, locations: Locations) -> bytes | None:
+    """The bytes at the entry's pointer, or None when its journal is outside the folders or unreadable."""
+    if not locations.contains(Path(row.path)):
+        return None
+    try:
+        with open(row.path, "rb") as fh:
+            fh.seek(row.offset)
+            return fh.read(row.length)
+    except OSError:
+        return None
 
 
 def unavailable_reason(row: EntryRow, locations: Locations) -> str:
@@ -274,6 +355,9 @@ def _lines(fh, start: int, end: int):
 def _node(line: bytes) -> journal.Node | None:
     """The tree node a line stands for; None for a blank, unreadable or header line."""
     try:
-        return journal.node(journal.loads(line)) if line.strip() else None
+        node = journal.node(journal.loads(line)) if line.strip() else None
     except journal.Malformed:
         return None
+    if node is not None:  # ids as the index keeps them, so the tree links through this line
+        node.id, node.parent_id, node.target_id = shown_id(node.id), shown_id(node.parent_id), shown_id(node.target_id)
+    return node
