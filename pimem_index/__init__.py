@@ -24,6 +24,7 @@ from pimem_index.locations import (
     location_args,
     record_folders,
     refreshed,
+    refuse_planted,
     resolve,
     watch_command,
 )
@@ -87,6 +88,7 @@ __all__ = [
     "query_terms",
     "record_folders",
     "refreshed",
+    "refuse_planted",
     "resolve",
     "session_ids",
     "store",
