@@ -24,12 +24,13 @@ from pimem_index.locations import (
     location_args,
     record_folders,
     refreshed,
+    refuse_planted,
     resolve,
     watch_command,
 )
 from pimem_index.manage.folders import listing as folder_listing
 from pimem_index.manage.status import status as index_status
-from pimem_index.search import query, wordforms
+from pimem_index.search import query, session_ids, wordforms
 from pimem_index.search.request import (
     ReadRequest,
     SearchRequest,
@@ -48,7 +49,7 @@ from pimem_index.search.scope import (
     page_default_scope,
     wider,
 )
-from pimem_index.session import activity, browse, conversation
+from pimem_index.session import activity, browse, conversation, lineage
 from pimem_index.store import open_located
 
 __all__ = [
@@ -75,6 +76,7 @@ __all__ = [
     "index_status",
     "indexer",
     "journal",
+    "lineage",
     "local_time",
     "location_args",
     "noun",
@@ -86,7 +88,9 @@ __all__ = [
     "query_terms",
     "record_folders",
     "refreshed",
+    "refuse_planted",
     "resolve",
+    "session_ids",
     "store",
     "watch_command",
     "wider",
