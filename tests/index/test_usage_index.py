@@ -394,3 +394,19 @@ def test_usage_figures_come_from_the_entries_table_and_no_index_copies_them(conn
         if {"input_tokens", "cost"} & {col for (_n, _c, col) in conn.execute(f"PRAGMA index_info('{name}')")}
     ]
     assert copies == []
+
+
+def test_a_session_s_edits_are_looked_up_through_an_index_of_edit_and_write_calls_alone(conn, history):
+    a, _b = history
+    sid = conn.execute("SELECT session_id FROM files WHERE path = ?", (str(a.path),)).fetchone()[0]
+    changes = (
+        "SELECT entry_rowid, call_id, tool, path, result_rowid FROM tool_calls WHERE session_id = ? "
+        "AND tool IN ('edit', 'write') AND path IS NOT NULL AND COALESCE(is_error, 0) = 0 ORDER BY entry_rowid, rowid"
+    )
+    plan = " ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + changes, (sid,)))
+    assert "USING INDEX tool_calls_session" in plan
+    conn.execute("ANALYZE tool_calls_session")
+    (stat,) = conn.execute("SELECT stat FROM sqlite_stat1 WHERE idx = 'tool_calls_session'").fetchone()
+    edits = conn.execute("SELECT count(*) FROM tool_calls WHERE tool IN ('edit', 'write')").fetchone()[0]
+    calls = conn.execute("SELECT count(*) FROM tool_calls").fetchone()[0]
+    assert int(stat.split()[0]) == edits < calls

@@ -229,7 +229,8 @@ def test_tool_calls_carry_their_session(world):
     plan = " ".join(
         r[-1]
         for r in world.conn.execute(
-            "EXPLAIN QUERY PLAN SELECT path FROM tool_calls WHERE session_id = ? AND tool = 'edit'", ("x",)
+            "EXPLAIN QUERY PLAN SELECT path FROM tool_calls WHERE session_id = ? AND tool IN ('edit', 'write')",
+            ("x",),
         )
     )
     assert "USING INDEX tool_calls_session" in plan and "SCAN tool_calls" not in plan
