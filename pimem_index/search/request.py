@@ -223,7 +223,10 @@ class ReadRequest:
 
     @classmethod
     def from_options(cls, entry_id: str, *, cwd: str | None, **options: Any) -> ReadRequest:
-        """From the CLI's options: `--cwd` (relative to the current folder, which it defaults to) made absolute."""
+        """From the CLI's options: `--cwd` (relative to the current folder, which it defaults to) made absolute;
+        naming a session (`--session`) without a `--scope` reads that session's entry, from any folder."""
+        if not options.get("scope"):
+            options["scope"] = "session" if options.get("session_id") else "project"
         return cls.create(entry_id, cwd=os.path.abspath(cwd or os.getcwd()), **options)
 
     @classmethod
