@@ -16,6 +16,7 @@ import os
 import stat
 import sys
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,19 +126,38 @@ class Locations:
         os.chmod(path, 0o700)
         return path
 
-    def contains(self, journal: Path) -> bool:
-        """True when the path lies inside one of the journal folders (after resolving links)."""
+    def contains(self, journal: Path | str) -> bool:
+        """True when the path lies inside one of the journal folders (after resolving links). The journal's
+        links are resolved on every call; each folder's, at most every REAL_FOLDER_SECONDS (every reread
+        asks, and resolving the folders took most of the check's time)."""
         try:
-            real = journal.resolve()
-        except OSError:
+            real = os.path.realpath(journal)
+        except (OSError, ValueError):
             return False
         for root in self.sessions_dirs:
-            try:
-                real.relative_to(root.resolve())
+            folder = _real_folder(root)
+            if folder is not None and (real == folder or real.startswith(folder.rstrip(os.sep) + os.sep)):
                 return True
-            except (ValueError, OSError):
-                continue
         return False
+
+
+#: How long a journal folder's resolved path is reused: a folder moved or relinked is seen within this.
+REAL_FOLDER_SECONDS = 2.0
+_real_folders: dict[Path, tuple[float, str | None]] = {}
+
+
+def _real_folder(folder: Path) -> str | None:
+    """The folder's path with its links resolved, from a cache of REAL_FOLDER_SECONDS; None when unresolvable."""
+    now = time.monotonic()
+    known = _real_folders.get(folder)
+    if known is not None and now - known[0] < REAL_FOLDER_SECONDS:
+        return known[1]
+    try:
+        real: str | None = os.path.realpath(folder)
+    except (OSError, ValueError):
+        real = None
+    _real_folders[folder] = (now, real)
+    return real
 
 
 def folder_path(value: str | Path) -> Path:

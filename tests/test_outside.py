@@ -122,3 +122,14 @@ def test_pimem_status_lists_each_link_outside_on_its_own_line(locations, outside
     ]
     assert not any(str(beside.path) in line for line in text)
     assert os.path.islink(link)
+
+
+def test_a_journal_relinked_outside_is_refused_at_once_though_the_folders_real_paths_are_reused(
+    locations, beside, outside_journal
+):
+    path = str(beside.path)  # rereads ask with the indexed path as it is stored: a str
+    assert locations.contains(path) and locations.contains(path)  # the second asks the folders' cache
+    os.replace(path, path + ".moved")
+    os.symlink(outside_journal.path, path)
+    assert not locations.contains(path)
+    assert not locations.contains(beside.path)

@@ -214,7 +214,7 @@ def _checked_line(conn: db.Connection, row: EntryRow, locations: Locations) -> t
 
 def _line_bytes(row: EntryRow, locations: Locations) -> bytes | None:
     """The bytes at the entry's pointer, or None when its journal is outside the folders or unreadable."""
-    if not locations.contains(Path(row.path)):
+    if not locations.contains(row.path):  # a str: no Path built per reread
         return None
     try:
         with open(row.path, "rb") as fh:
