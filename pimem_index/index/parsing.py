@@ -28,8 +28,10 @@ from pimem_index.redaction.parts import redact_without
 CHUNK_BYTES = 4 * 1024 * 1024
 # A failure's reason is one line of at most this many characters.
 REASON_CHARS = 200
-# A longer line is counted malformed and skipped, never held in memory whole.
-MAX_LINE_BYTES = 256 * 1024 * 1024
+# A longer line is counted malformed and skipped, never held in memory whole: indexing holds at most
+# this and a chunk of a line, whatever the journal holds (Pi's largest lines, a message with a few
+# base64 screenshots, are a few MB).
+MAX_LINE_BYTES = 32 * 1024 * 1024
 # A journal modified this recently may have changed again within the clock's granularity.
 RACY_SECONDS = 2.0
 # A row's missing integer; a missing text is "". The writer's INSERT turns both into NULL

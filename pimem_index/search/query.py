@@ -25,8 +25,8 @@ from pimem_index.search.reread import (
     EntryRow,
     entry_json,
     excerpt,
+    redacted_text,
     reread_entry,
-    reread_read,
     select_entries,
     unavailable_reason,
     unavailable_text,
@@ -519,11 +519,10 @@ def read(conn: db.Connection, locations: Locations, request: ReadRequest | str |
             ],
         }
     row = rows[0]
-    text = reread_read(conn, row, locations)
-    if text is None:
+    clean = redacted_text(conn, row, locations)  # a huge entry's pages after the first come from memory
+    if clean is None:
         reason = unavailable_reason(row, locations)
         return {"action": "read", "status": "unavailable", **sc.as_json(), "reason": reason}
-    clean = redact(text)
     total = len(clean)
     if offset > total:
         raise UserError(f"offset {offset} is past the end of this entry ({total} characters)", Arg("offset", 0))

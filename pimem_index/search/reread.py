@@ -12,6 +12,8 @@ shown of it is redacted here too (`excerpt`, `redacted_head`). An entry comes as
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -26,6 +28,11 @@ EXCERPT_CHARS = 300
 WHOLE_REDACT_CHARS = 200_000
 EXCERPT_WINDOW = 20_000
 UNAVAILABLE = "[journal line unavailable]"
+# The whole redacted texts of the entries read last (`redacted_text`), so paging through a huge entry
+# costs about a page a page: only entries of KEEP_FROM_CHARS or more (smaller ones are cheap to redo),
+# at most KEPT_CHARS of text in all, the least recently read dropped first.
+KEEP_FROM_CHARS = 64 * 1024
+KEPT_CHARS = 64 * 1024 * 1024
 
 
 class EntryRow(NamedTuple):
@@ -87,6 +94,58 @@ def reread(conn: db.Connection, row: EntryRow, locations: Locations) -> str | No
     return checked[1].text if checked else None
 
 
+class _Kept:
+    """Redacted texts keyed by their journal line (path, offset, length, fingerprint, entry id)."""
+
+    def __init__(self) -> None:
+        self.texts: OrderedDict[tuple, str] = OrderedDict()
+        self.chars = 0
+        self.lock = threading.Lock()
+
+    def get(self, key: tuple) -> str | None:
+        with self.lock:
+            text = self.texts.get(key)
+            if text is not None:
+                self.texts.move_to_end(key)
+            return text
+
+    def put(self, key: tuple, text: str) -> None:
+        if not KEEP_FROM_CHARS <= len(text) <= KEPT_CHARS:
+            return
+        with self.lock:
+            if key in self.texts:
+                return
+            self.texts[key] = text
+            self.chars += len(text)
+            while self.chars > KEPT_CHARS:
+                _old, dropped = self.texts.popitem(last=False)
+                self.chars -= len(dropped)
+
+
+_kept = _Kept()
+
+
+def redacted_text(conn: db.Connection, row: EntryRow, locations: Locations) -> str | None:
+    """The entry's whole text as a read shows it (`reread_read`), redacted, or None as `reread` says.
+
+    The line is read and its fingerprint checked on every call; only when it is still the line
+    read before (the same bytes at the same place) does its redacted text come from memory
+    instead of being parsed and redacted again.
+    """
+    key = (row.path, row.offset, row.length, row.fingerprint, row.id)
+    data = _line_bytes(row, locations)
+    if data is not None and len(data) == row.length and journal.fingerprint(data) == row.fingerprint:
+        kept = _kept.get(key)
+        if kept is not None:
+            return kept
+    text = reread_read(conn, row, locations)
+    if text is None:
+        return None
+    clean = redact(text)
+    _kept.put(key, clean)
+    return clean
+
+
 def reread_read(conn: db.Connection, row: EntryRow, locations: Locations) -> str | None:
     """What a read shows of an entry (unredacted): its text, and for an assistant turn that was aborted or
     failed, how it ended (`[aborted: Request was aborted.]`, as the session page says it); None as `reread`."""
@@ -121,13 +180,8 @@ def reread_shape(conn: db.Connection, row: EntryRow, locations: Locations) -> jo
 
 def _checked_line(conn: db.Connection, row: EntryRow, locations: Locations) -> tuple[dict, journal.Entry] | None:
     """The entry's journal line (parsed, and read as an entry) when it is the one the row points to."""
-    if not locations.contains(Path(row.path)):
-        return None
-    try:
-        with open(row.path, "rb") as fh:
-            fh.seek(row.offset)
-            data = fh.read(row.length)
-    except OSError:
+    data = _line_bytes(row, locations)
+    if data is None:
         return None
     obj = item = None
     if len(data) == row.length and journal.fingerprint(data) == row.fingerprint:
@@ -140,6 +194,18 @@ def _checked_line(conn: db.Connection, row: EntryRow, locations: Locations) -> t
         _queue_reindex(conn, row.file_id)
         return None
     return obj, item
+
+
+def _line_bytes(row: EntryRow, locations: Locations) -> bytes | None:
+    """The bytes at the entry's pointer, or None when its journal is outside the folders or unreadable."""
+    if not locations.contains(Path(row.path)):
+        return None
+    try:
+        with open(row.path, "rb") as fh:
+            fh.seek(row.offset)
+            return fh.read(row.length)
+    except OSError:
+        return None
 
 
 def unavailable_reason(row: EntryRow, locations: Locations) -> str:

@@ -40,6 +40,8 @@ RECORDED_DIFF_CHARS = 400_000
 # Entries looked at past a page's edge for the other half of a tool call cut by the page break.
 LOOKAROUND = 24
 SHOWN_NODES = ("model_change", "thinking_level_change", "label", "session_info")
+# A fork lists at most this many branches (the one continuing below among them), then says how many more.
+FORK_BRANCHES = 12
 
 
 class Ref(NamedTuple):
@@ -67,6 +69,10 @@ class Tree:
     labels: dict[str, str] = field(default_factory=dict)
     by_id: dict[str, journal.Node] = field(default_factory=dict)
     before: dict[int, list[journal.Node]] = field(default_factory=dict)
+    # Worked out once per tree, on first use: each entry's newest descendant, its depth, its excerpt.
+    latest: dict[str, str] | None = None
+    depths: dict[str, int] = field(default_factory=dict)
+    excerpts: dict[str, str | None] = field(default_factory=dict)
 
 
 def page(
@@ -186,19 +192,56 @@ def path_to(tree: Tree, leaf: str) -> list[str]:
     return path[::-1]
 
 
+def depth(tree: Tree, entry_id: str) -> int:
+    """How many entries the path from the root to `entry_id` holds (`len(path_to)`), remembered for
+    the tree: each entry's depth is worked out once, so a page of a deep tree costs its page."""
+    depths = tree.depths
+    chain: list[str] = []
+    seen: set[str] = set()
+    at: str | None = entry_id
+    while at is not None and at not in depths and at not in seen:  # a cycle of parent ids ends the walk
+        seen.add(at)
+        chain.append(at)
+        at = tree.parent.get(at)
+    base = depths.get(at, 0) if at is not None else 0
+    for n, eid in enumerate(reversed(chain), 1):
+        depths[eid] = base + n
+    return depths[entry_id]
+
+
 def latest_leaf(tree: Tree, entry_id: str) -> str:
     """The newest entry (in journal order) below `entry_id`, itself included: the end of its latest branch."""
-    best = entry_id
-    stack, seen = [entry_id], set()
-    while stack:
-        at = stack.pop()
-        if at in seen:
+    if tree.latest is None:
+        tree.latest = _latest_leaves(tree)
+    return tree.latest.get(entry_id, entry_id)
+
+
+def _latest_leaves(tree: Tree) -> dict[str, str]:
+    """Every entry's newest descendant, itself included, in one walk of the tree (iterative, each entry
+    once: a cycle of parent ids in a hostile journal is walked once and ends there)."""
+    index, children = tree.index, tree.children
+    latest: dict[str, str] = {}
+    for start in tree.parent:  # every entry id, once
+        if start in latest:
             continue
-        seen.add(at)
-        if tree.index[at] > tree.index[best]:
-            best = at
-        stack.extend(tree.children.get(at, ()))
-    return best
+        latest[start] = start
+        stack = [(start, iter(children.get(start, ())))]
+        while stack:
+            at, below = stack[-1]
+            child = next(below, None)
+            if child is None:
+                stack.pop()
+                if stack:
+                    up = stack[-1][0]
+                    if index[latest[at]] > index[latest[up]]:
+                        latest[up] = latest[at]
+            elif child in latest:  # walked already (from an earlier start, or on this path: a cycle)
+                if index[latest[child]] > index[latest[at]]:
+                    latest[at] = latest[child]
+            else:
+                latest[child] = child
+                stack.append((child, iter(children.get(child, ()))))
+    return latest
 
 
 def _nodes(locations: Locations, refs: list[Ref], files: dict[int, JournalHead]):
@@ -261,8 +304,10 @@ def _settings_before(tree: Tree, order: list[str], position: int, path_view: boo
         return [_setting(node, tree) for node in tree.before.get(tree.index[eid], ()) if node.type in SHOWN_NODES]
     by_id = tree.by_id
     chain: list[journal.Node] = []
+    seen: set[str] = set()
     at = tree.refs[tree.index[eid]].parent_id
-    while at is not None and at in by_id and at not in tree.index and len(chain) < 10_000:
+    while at is not None and at in by_id and at not in tree.index and at not in seen:  # labels in a cycle: once
+        seen.add(at)
         chain.append(by_id[at])
         at = by_id[at].parent_id
     return [_setting(node, tree) for node in reversed(chain) if node.type in SHOWN_NODES]
@@ -280,26 +325,44 @@ def _setting(node: journal.Node, tree: Tree) -> dict:
 
 
 def _fork(conn, locations, tree: Tree, eid: str, order: list[str], position: int) -> dict:
-    """Where two or more entries share a parent: each branch's first entry and where it ends."""
+    """Where two or more entries share a parent: the first FORK_BRANCHES branches (the one continuing
+    below always among them), each with its first entry and where it ends, and how many more there are."""
     here = order[position + 1] if position + 1 < len(order) else None
+    children = tree.children[eid]
+    listed = children[:FORK_BRANCHES]
+    if here is not None and here not in listed and tree.parent.get(here) == eid:
+        listed = [*listed[:-1], here]
     branches = []
-    for child in tree.children[eid]:
+    for child in listed:
         leaf = latest_leaf(tree, child)
         branches.append(
             {
                 "id": child,
                 "kind": tree.refs[tree.index[child]].kind,
                 "leaf": leaf,
-                "length": len(path_to(tree, leaf)) - len(path_to(tree, eid)),
+                "length": depth(tree, leaf) - depth(tree, eid),
                 "next": child == here,
                 "excerpt": _excerpt(conn, locations, tree, child),
             }
         )
-    return {"type": "fork", "parent": eid, "branches": branches}
+    return {
+        "type": "fork",
+        "parent": eid,
+        "branches": branches,
+        "count": len(children),
+        "more": len(children) - len(listed),
+    }
 
 
 def _excerpt(conn, locations, tree: Tree, eid: str) -> str | None:
-    """An entry's first words (its first text block, else its text), redacted, to name a branch or a jump's target."""
+    """An entry's first words (its first text block, else its text), redacted, to name a branch or a
+    jump's target; read once a page (many jumps may lead back to one entry)."""
+    if eid not in tree.excerpts:
+        tree.excerpts[eid] = _first_words(conn, locations, tree, eid)
+    return tree.excerpts[eid]
+
+
+def _first_words(conn, locations, tree: Tree, eid: str) -> str | None:
     rows = _rows(conn, [tree.refs[tree.index[eid]].rowid])
     shape = reread_shape(conn, rows[eid], locations) if eid in rows else None
     if shape is None or not shape.text:

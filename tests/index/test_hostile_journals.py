@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -669,3 +670,24 @@ def test_a_hand_edited_decisions_file_never_stops_a_pass_and_its_valid_decisions
     indexed = {row[0] for row in conn.execute("SELECT session_id FROM files")}
     assert kept.session_id in indexed
     assert gone.session_id not in indexed
+
+
+# ---- a line of any size: memory stays bounded (issue 25 item 17) ----------------------------------
+
+
+def test_a_line_above_the_cap_is_skipped_and_counted_without_being_held_whole(locations, conn, new_journal):
+    j = new_journal("Apps/huge")
+    before = j.user("before the huge line: narwhal")
+    kept = j.tool_result("bash", "a large output, under the cap: " + "y" * 2_000_000)
+    j.user("z" * (100 * 1024 * 1024))  # a 100 MB line: three times the cap
+    after = j.user("after the huge line: axolotl")
+    tracemalloc.start()
+    try:
+        report = index_all(conn, locations, settings=threaded_or_bulk(False))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert report.malformed == 1 and report.failed == 0
+    assert entry_ids(conn, j.path) == {before, kept, after}
+    assert peak < 3 * parsing.MAX_LINE_BYTES  # never the line whole
+    assert parsing.MAX_LINE_BYTES == 32 * 1024 * 1024  # the cap docs/design.md states

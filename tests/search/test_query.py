@@ -683,3 +683,23 @@ def test_the_project_rule_is_exact_and_case_sensitive_on_every_query(conn, locat
         assert query.read(conn, locations, made[name][1], cwd=cwd)["status"] == "not_found", name
         assert query.read(conn, locations, made[name][1], cwd=str(home / name))["status"] == "ok", name
     assert query.read(conn, locations, made["Apps/projA/sub"][1], cwd=cwd)["status"] == "ok"
+
+
+def test_paging_through_a_huge_entry_redacts_it_once_and_a_changed_line_is_never_served(
+    conn, locations, new_journal, monkeypatch
+):
+    j = new_journal("Apps/prjct")
+    entry = j.tool_result("bash", "the platypus log line\n" * 60_000 + f"token {SECRET}\n")
+    index_all(conn, locations)
+    redactions: list[int] = []
+    real = reread.redact
+    monkeypatch.setattr(reread, "redact", lambda text: redactions.append(len(text)) or real(text))
+    first = query.read(conn, locations, entry, cwd=j.cwd)
+    total = first["total_chars"]
+    pages = [query.read(conn, locations, entry, cwd=j.cwd, offset=offset) for offset in (16_000, 32_000, total - 50)]
+    assert [p["status"] for p in pages] == ["ok"] * 3 and "platypus log line" in pages[0]["text"]
+    assert "token ghp_[REDACTED]" in pages[-1]["text"] and SECRET not in pages[-1]["text"]
+    assert len(redactions) == 1  # one whole redaction for four pages
+    j.path.write_bytes(j.path.read_bytes().replace(b"platypus", b"platybus"))  # the same length, other bytes
+    changed = query.read(conn, locations, entry, cwd=j.cwd, offset=16_000)
+    assert changed["status"] == "unavailable" and "text" not in changed  # the kept text is not served

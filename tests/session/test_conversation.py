@@ -392,3 +392,117 @@ async def test_an_aborted_turn_is_marked_and_a_finished_one_is_not(locations, co
     assert f'class="pi-memory-entry kind-assistant failed" id="entry-{aborted}"' in text
     assert '<span class="pi-memory-badge bad">aborted</span>' in text
     assert f'class="pi-memory-entry kind-assistant" id="entry-{convo["ids"]["other"]}"' in text
+
+
+# ---- a page costs about its page, whatever the tree's shape (issue 25 item 16) -----------------------
+
+
+def _message_line(j, eid: str, parent: str | None, role: str, text: str) -> dict:
+    return {
+        "type": "message",
+        "id": eid,
+        "parentId": parent,
+        "timestamp": j.tick(0.001),
+        "message": {"role": role, "content": [{"type": "text", "text": text}]},
+    }
+
+
+@pytest.mark.asyncio
+async def test_labels_that_are_each_others_parent_show_once_on_a_path(conn, locations, new_journal):
+    j = new_journal("Apps/odd")
+    first = j.user("the first question")
+    j.write_line(
+        {
+            "type": "label",
+            "id": "lab00001",
+            "parentId": "lab00002",
+            "timestamp": j.tick(),
+            "targetId": first,
+            "label": "one",
+        }
+    )
+    j.write_line(
+        {
+            "type": "label",
+            "id": "lab00002",
+            "parentId": "lab00001",
+            "timestamp": j.tick(),
+            "targetId": first,
+            "label": "two",
+        }
+    )
+    j.write_line(_message_line(j, "u0000002", "lab00001", "user", "an entry under the label cycle"))
+    indexer.index_all(conn, locations)
+    data = conversation.page(conn, locations, j.session_id, leaf="u0000002")
+    assert entries(data) == ["u0000002"]
+    labels = [item["value"] for item in data["items"] if item["type"] == "label"]
+    assert sorted(labels) == ["one", "two"]  # each label once, never the cycle walked 10,000 times
+    async with running(make_datasette(locations)) as ds:
+        res = await ds.client.get(f"/-/pi-memory/sessions/{j.session_id}?leaf=u0000002", actor=ROOT)
+    assert res.status_code == 200 and res.text.count("pi-memory-mark label") == 2
+
+
+@pytest.fixture
+def many_forks(conn, locations, new_journal):
+    """3,000 answers to one question: a fork of 3,000 branches."""
+    j = new_journal("Apps/forks")
+    question = j.user("the question every fork answers")
+    for i in range(3000):
+        j.write_line(_message_line(j, f"f{i:07d}", question, "assistant", f"fork {i} answers"))
+    indexer.index_all(conn, locations)
+    return j, question
+
+
+@pytest.mark.asyncio
+async def test_a_fork_of_thousands_lists_a_dozen_branches_and_says_how_many_more(
+    conn, locations, many_forks, monkeypatch
+):
+    j, question = many_forks
+    reread = []
+    real = conversation.reread_shape
+    monkeypatch.setattr(conversation, "reread_shape", lambda *a, **k: reread.append(1) or real(*a, **k))
+    data = conversation.page(conn, locations, j.session_id)
+    fork = next(item for item in data["items"] if item["type"] == "fork")
+    assert (fork["count"], fork["more"], len(fork["branches"])) == (3000, 3000 - conversation.FORK_BRANCHES, 12)
+    assert fork["branches"][0]["id"] == "f0000000" and fork["branches"][0]["next"]  # the branch below is listed
+    assert len(reread) <= conversation.PAGE + 2 * conversation.FORK_BRANCHES + 2  # a page's entries, not 3,000
+    async with running(make_datasette(locations)) as ds:
+        res = await ds.client.get(f"/-/pi-memory/sessions/{j.session_id}", actor=ROOT)
+    assert "forks here into 3,000 branches" in res.text and "and 2,988 more branches" in res.text
+    assert "f0002999" not in res.text.split("forks here")[1].split("</div>")[0]  # not every branch listed
+    assert len(res.content) < 400_000
+
+
+def test_a_deep_chain_with_side_branches_gives_each_fork_its_branch_end_and_length(conn, locations, new_journal):
+    j = new_journal("Apps/deep")
+    parent = None
+    for i in range(3000):
+        j.write_line(_message_line(j, f"c{i:07d}", parent, "user", f"chain step {i}"))
+        if parent is not None:
+            j.write_line(_message_line(j, f"s{i:07d}", parent, "assistant", f"side branch {i}"))
+        parent = f"c{i:07d}"
+    indexer.index_all(conn, locations)
+    tree = conversation.load_tree(conn, locations, j.session_id)
+    assert conversation.latest_leaf(tree, "c0000000") == "s0002999"  # the last line: a side branch
+    assert conversation.latest_leaf(tree, "s0000005") == "s0000005"
+    assert conversation.depth(tree, "c0002999") == 3000 == len(conversation.path_to(tree, "c0002999"))
+    data = conversation.page(conn, locations, j.session_id)
+    first = next(item for item in data["items"] if item["type"] == "fork")
+    assert [(b["id"], b["leaf"], b["length"]) for b in first["branches"]] == [
+        ("c0000001", "s0002999", 2999),
+        ("s0000001", "s0000001", 1),
+    ]
+    end = conversation.page(conn, locations, j.session_id, leaf="c0002999", offset=2800)
+    assert entries(end)[-1] == "c0002999" and "s0002999" not in entries(end)
+
+
+def test_entries_whose_parents_form_a_cycle_end_every_walk(conn, locations, new_journal):
+    j = new_journal("Apps/cycle")
+    j.write_line(_message_line(j, "e0000001", "e0000002", "user", "my parent is my child"))
+    j.write_line(_message_line(j, "e0000002", "e0000001", "assistant", "and mine is yours"))
+    indexer.index_all(conn, locations)
+    tree = conversation.load_tree(conn, locations, j.session_id)
+    assert conversation.latest_leaf(tree, "e0000001") in ("e0000001", "e0000002")
+    assert conversation.depth(tree, "e0000001") <= 2 and len(conversation.path_to(tree, "e0000001")) <= 2
+    for leaf in (None, "e0000001"):
+        assert set(entries(conversation.page(conn, locations, j.session_id, leaf=leaf))) <= {"e0000001", "e0000002"}
