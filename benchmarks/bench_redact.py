@@ -9,6 +9,9 @@ Prints
   redacted entry by entry as the indexer does, and as one big text;
 * the same bytes through two baselines (``str.lower()`` and a plain ``re``
   scan for a literal that never occurs), and redact's cost relative to them;
+* with ``--against REV`` (a git revision, e.g. the main branch before a change), redaction's time per MB
+  on the same entries with this checkout's code and with REV's, each in a child process, interleaved, and
+  their ratio (the cost of a change, measured in one run on one machine);
 * for adversarial inputs (long runs of base64, ``=``, one letter, backslashes,
   many ``password=`` with no value, unterminated PEM headers...), seconds per
   MB at 1, 2, 4, 8 and 16 MB and the ratio of per-MB time at 16 MB to 1 MB,
@@ -22,10 +25,14 @@ from __future__ import annotations
 
 import argparse
 import glob
+import io
 import os
 import random
 import re
+import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -205,16 +212,77 @@ ADVERSARIAL = {
     "session=": lambda r, n: ("_session=" + "a1" * 20 + " ") * (n // 50 + 1),
     "%5f%5f%5fkey=": lambda r, n: ("%5f" * 20 + "key=" + "v" * 20 + " ") * (n // 85 + 1),
     "&quot; runs": lambda r, n: ("password=&quot;" + "a" * 100 + " ") * (n // 116 + 1),
+    # issue 27's forms
+    "base64 of digits, no dot": lambda r, n: "MTIzNDU2Nzg5MDEy" * (n // 16 + 1),
+    "value ; & ) runs": lambda r, n: "password=" + "a;b&c)d" * (n // 7 + 1),
+    "set -gx / ENV lines": lambda r, n: "set -gx API_TOKEN \nENV API_KEY \n" * (n // 32 + 1),
+    "http -a, no pair": lambda r, n: ("http -a " + "x" * 50 + "\n") * (n // 59 + 1),
+    "setter calls, no value": lambda r, n: 'os.Setenv("API_KEY", ' * (n // 21 + 1),
+    "encoded ://, no @": lambda r, n: ("https%3A%2F%2Fuser%3A" + "a" * 40 + " ") * (n // 62 + 1),
 }
 
 
 def _time(fn, *args, repeat: int = 1) -> float:
+    """CPU seconds of the fastest of ``repeat`` calls: on a shared machine wall time swings with the load."""
     best = float("inf")
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         fn(*args)
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, time.process_time() - t0)
     return best
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# A child process times per-entry redaction with the pimem_index of TREE (imported before this module, so
+# its own import of redact finds TREE's): prints seconds for the realistic entries of SIZE bytes.
+_CHILD = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import pimem_index.redaction
+assert pimem_index.redaction.__file__.startswith(sys.argv[1]), pimem_index.redaction.__file__
+sys.path.insert(1, sys.argv[2])
+import bench_redact
+entries = bench_redact.realistic_entries(int(sys.argv[3]))
+redact = pimem_index.redaction.redact
+redact(entries[0])  # the rules compile on first use (on import, in older trees)
+best = float("inf")
+for _ in range(2):
+    t0 = time.process_time()  # CPU time: steadier than wall time on a shared machine
+    for e in entries:
+        redact(e)
+    best = min(best, time.process_time() - t0)
+print(best)
+"""
+
+
+def _tree_of(rev: str, into: str) -> str:
+    """The pimem_index package of git revision ``rev``, extracted under ``into``."""
+    archive = subprocess.run(["git", "-C", ROOT, "archive", rev, "pimem_index"], capture_output=True, check=True)
+    path = os.path.join(into, "tree")
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(path, filter="data")
+    return path
+
+
+def _child_seconds(tree: str, size: int) -> float:
+    bench_dir = os.path.dirname(os.path.abspath(__file__))
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, tree, bench_dir, str(size)], capture_output=True, text=True, check=True
+    )
+    return float(out.stdout.split()[-1])
+
+
+def against(rev: str, size: int, rounds: int) -> tuple[float, float]:
+    """(seconds with this checkout, seconds with ``rev``): the best of ``rounds`` child runs each, interleaved."""
+    with tempfile.TemporaryDirectory() as tmp:
+        old_tree = _tree_of(rev, tmp)
+        new, old = [], []
+        for i in range(rounds):
+            pair = [(ROOT, new), (old_tree, old)]
+            for tree, times in pair if i % 2 == 0 else pair[::-1]:
+                times.append(_child_seconds(tree, size))
+    return min(new), min(old)
 
 
 def main() -> int:
@@ -222,6 +290,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="smaller inputs (for a smoke run)")
     ap.add_argument("--size", type=float, default=48, help="MB of realistic text (default 48)")
     ap.add_argument("--no-docs", action="store_true", help="do not write the figures into docs/performance.md")
+    ap.add_argument("--against", metavar="REV", help="also time REV's redaction on the same entries (git revision)")
+    ap.add_argument("--rounds", type=int, default=5, help="child runs per side with --against (default 5)")
     args = ap.parse_args()
     size = int((8 if args.quick else args.size) * MB)
     sizes = [1, 2, 4] if args.quick else [1, 2, 4, 8, 16]
@@ -266,6 +336,15 @@ def main() -> int:
         f"({100 * per_mb_journal * 180:.0f}% of parsing alone)"
     )
 
+    compared = None
+    if args.against:
+        t_new, t_old = against(args.against, size, args.rounds)
+        compared = (t_new / t_old, mb / t_new, mb / t_old)
+        print(
+            f"  against {args.against}: {mb / t_new:.1f} MB/s here, {mb / t_old:.1f} MB/s there "
+            f"(CPU time, best of {args.rounds} interleaved child runs each): time per MB x{t_new / t_old:.3f}"
+        )
+
     print("\nadversarial input: seconds per MB at " + ", ".join(f"{s} MB" for s in sizes) + "; ratio largest/1 MB")
     r = random.Random(3)
     worst = worst2 = 0.0
@@ -288,7 +367,8 @@ def main() -> int:
     if not (args.quick or args.no_docs):
         figures = "\n".join(
             [
-                f"Run {time.strftime('%Y-%m-%d %H:%M %z')}: {mb:.1f} MB of realistic text, {len(entries)} entries.",
+                f"Run {time.strftime('%Y-%m-%d %H:%M %z')}: {mb:.1f} MB of realistic text, {len(entries)} entries; "
+                "CPU time (one core).",
                 "",
                 "| figure | value |",
                 "|---|---|",
@@ -299,6 +379,11 @@ def main() -> int:
                 f"| the same, {sizes[-1]} MB / 2 MB (past the slicing step) | {worst2:.2f} |",
             ]
         )
+        if compared is not None:
+            figures += (
+                f"\n| redaction's time per MB against `{args.against}`, same entries, interleaved "
+                f"({compared[1]:.1f} vs {compared[2]:.1f} MB/s) | x{compared[0]:.3f} |"
+            )
         if docs_figures.replace_between(DOCS_START, DOCS_END, figures):
             print("wrote the figures into docs/performance.md")
     return 0

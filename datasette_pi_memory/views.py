@@ -316,6 +316,8 @@ def _session_view(conn, locations, session_id: str, params: dict, template, help
     if data is None or params["entry"]:
         return data, None, None
     figures = _session_figures(conn, session_id)
+    if figures is not None and data["branch_figures"] is not None:
+        figures = {**figures, **data["branch_figures"]}  # the branch shown, not the whole session
     body = template.render({**helpers, "session": data, "figures": figures})
     return data, figures, Markup(body)
 

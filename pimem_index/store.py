@@ -93,6 +93,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts USING fts5(text, {fts_options});
 -- (paired by call id within the journal), NULL until that result is indexed.
 CREATE TABLE IF NOT EXISTS tool_calls (
     entry_rowid INTEGER NOT NULL,
+    session_id TEXT,
     call_id TEXT,
     tool TEXT,
     path TEXT,
@@ -173,6 +174,8 @@ ENTRY_INDEXES = {
     "entries_errors": "CREATE INDEX IF NOT EXISTS entries_errors ON entries(file_id) "
     "WHERE is_error = 1 OR exit_code <> 0",
     "tool_calls_entry": "CREATE INDEX IF NOT EXISTS tool_calls_entry ON tool_calls(entry_rowid)",
+    # A session's calls by tool (its page's files changed, files most edited for one session).
+    "tool_calls_session": "CREATE INDEX IF NOT EXISTS tool_calls_session ON tool_calls(session_id, tool)",
 }
 
 

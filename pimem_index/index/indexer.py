@@ -400,7 +400,7 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: parsing.Batch, expe
             first = conn.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM entries").fetchone()[0]
             session_id, cwd = conn.execute("SELECT session_id, cwd FROM files WHERE id = ?", (file_id,)).fetchone()
             _insert_rows(conn, first, file_id, session_id, store.scope_terms(cwd, session_id), batch)
-            _insert_calls(conn, first, file_id, batch)
+            _insert_calls(conn, first, file_id, session_id, batch)
         params = {
             "id": file_id,
             "cursor": batch.end,
@@ -515,14 +515,14 @@ def _insert_rows(
         conn.execute(_insert_sql("entries_fts", ("rowid", "text"), len(texts)), terms)
 
 
-def _insert_calls(conn: db.Connection, first: int, file_id: int, batch: parsing.Batch) -> None:
+def _insert_calls(conn: db.Connection, first: int, file_id: int, session_id: str | None, batch: parsing.Batch) -> None:
     """Insert a batch's tool calls, each paired with its result by call id: a result in the same
     batch directly, one answering a call of an earlier batch of this journal by updating that call."""
     # Positions, not names: a batch from a parsing process carries plain tuples (parsing.Batch.__getstate__).
     calls: list[list] = []
     waiting: dict[str, list] = {}
     for row, call_id, tool, path in batch.calls:
-        calls.append([first + row, call_id or None, tool or None, path or None, None, None])
+        calls.append([first + row, session_id, call_id or None, tool or None, path or None, None, None])
         if call_id:
             waiting.setdefault(call_id, calls[-1])
     earlier: list[tuple] = []
@@ -532,11 +532,11 @@ def _insert_calls(conn: db.Connection, first: int, file_id: int, batch: parsing.
         if paired is None:
             earlier.append((first + row, is_error, call_id, file_id))
         else:
-            paired[4], paired[5] = first + row, is_error
+            paired[5], paired[6] = first + row, is_error
     if calls:
         conn.executemany(
-            "INSERT INTO tool_calls (entry_rowid, call_id, tool, path, result_rowid, is_error) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO tool_calls (entry_rowid, session_id, call_id, tool, path, result_rowid, is_error) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
             calls,
         )
     if earlier:

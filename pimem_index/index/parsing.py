@@ -22,6 +22,7 @@ from pimem_index import journal, store
 from pimem_index.index.forgotten import Forgotten, ForgottenJournal
 from pimem_index.index.settings import IndexSettings, or_default
 from pimem_index.redaction import redact, redact_part
+from pimem_index.redaction.ids import PI_ID, shown_id
 from pimem_index.redaction.parts import redact_without
 
 # Journals are read in chunks of this size (a batch's size: settings.IndexSettings).
@@ -299,9 +300,10 @@ def forgotten_head(fh, forgotten: Forgotten) -> tuple[str, int, int] | None:
         item = journal.parse_line(line, 1)
     except journal.Malformed:
         return None
-    if not isinstance(item, journal.Header) or item.session_id not in forgotten.sessions:
+    session_id = shown_id(item.session_id) if isinstance(item, journal.Header) else None
+    if session_id is None or session_id not in forgotten.sessions:
         return None
-    return store.forgotten_key(item.session_id), len(line), journal.fingerprint(line)
+    return store.forgotten_key(session_id), len(line), journal.fingerprint(line)
 
 
 def _failure_last(batches: Iterator[Batch], start: int) -> Iterator[Batch]:
@@ -400,6 +402,7 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
         batch.malformed += 1
         return 0
     if isinstance(item, journal.Entry):
+        item = _shown_ids(item)
         if state.forgotten and state.forgotten.hides(state.session_id, item):
             return 0
         text = item.text
@@ -432,14 +435,40 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
             batch.last_timestamp = item.timestamp
         return len(redacted)
     if isinstance(item, journal.Header):
+        # parentSession is a path the journal names (shown, linked, in Datasette's tables): redacted
+        item = dataclasses.replace(
+            item, session_id=shown_id(item.session_id), parent_session=redacted_field(item.parent_session) or None
+        )
         if batch.header is None or item.session_id:
-            # parentSession is a path the journal names (shown, linked, in Datasette's tables): redacted
-            batch.header = dataclasses.replace(item, parent_session=redacted_field(item.parent_session) or None)
+            batch.header = item
         if item.session_id:
             state.session_id = item.session_id
     elif isinstance(item, journal.SessionName):
         batch.name = redacted_field(item.name) or None
     return 0
+
+
+_pi_id = PI_ID.fullmatch
+
+
+def _shown_ids(item: journal.Entry) -> journal.Entry:
+    """The entry with its ids as the index keeps them (`shown_id`: one a secret rule would mask stands
+    in as its digest); the same entry when they are Pi's own, as they almost always are."""
+    entry_id, parent_id, usage = item.id, item.parent_id, item.usage
+    calls = usage.calls
+    if _pi_id(entry_id) and (parent_id is None or _pi_id(parent_id)) and usage.call_id is None and not calls:
+        return item  # Pi's own ids (most lines): a regex match, no more
+    if (
+        shown_id(entry_id) == entry_id
+        and shown_id(parent_id) == parent_id
+        and shown_id(usage.call_id) == usage.call_id
+        and all(shown_id(call.call_id) == call.call_id for call in calls)
+    ):
+        return item
+    usage = usage._replace(
+        call_id=shown_id(usage.call_id), calls=tuple(call._replace(call_id=shown_id(call.call_id)) for call in calls)
+    )
+    return dataclasses.replace(item, id=shown_id(entry_id) or entry_id, parent_id=shown_id(parent_id), usage=usage)
 
 
 def _entry_values(values: tuple) -> EntryValues:

@@ -118,7 +118,7 @@ _AUTH_TUPLE_RE = re.compile(
 # a call that sets its first (or second) argument to the next one: os.Setenv("API_KEY", ...),
 # localStorage.setItem(...), define(...), ENV.store(...), setattr(self, "token", ...)
 _SETTER_CALL_RE = re.compile(
-    rb"(?<![a-z0-9_])(?:(?:set|put|store|define)[a-z0-9_]*|[a-z0-9_]*(?:setenv|putenv))"
+    rb"(?:(?<![a-z0-9_])|(?<=\\[nrt]))(?:(?:set|put|store|define)[a-z0-9_]*|[a-z0-9_]*(?:setenv|putenv))"
     rb"[ \t]*\((?:[ \t]*[a-z_][a-z0-9_.]*[ \t]*,)?[ \t]*\\{0,3}[\"']\Z"
 )
 
@@ -305,14 +305,20 @@ _STATEMENT = (
     rb"(?:return|var|let|const|if|else|for|while|do|function|this|new|throw|break|continue|try|catch|switch|case"
     rb"|async|await|yield|delete|typeof|void|echo|export|cd|then|fi|done)"
 )
-# A character of an unquoted value. A ; or & inside it (no whitespace before, a value character after)
-# is part of it, unless the next item of a query or connection string follows (&next=, ;Encrypt=) or it
-# opens an HTML entity (&quot;) or a statement (minified code: x=l;return); so is
-# a ) before a letter or digit (pa)ss, not connect(password=x).cursor()).
-_VALUE_CHAR = (
-    rb"[^\s\"'`,;&<>)\]}\\|]"
-    rb"|[;&](?=[^\s\"'`,;&<>)\]}\\|])(?![a-z_][a-z0-9_.-]{0,64}=|#?[a-z0-9]{1,10};|" + _STATEMENT + rb"\b)"
-    rb"|\)(?=[a-z0-9])"
+# An unquoted value: runs of value characters (matched fast), joined by a ; or & with no whitespace
+# before and a value character after, unless the next item of a query or connection string follows
+# (&next=, ;Encrypt=), an HTML entity (&quot;) or a statement (minified code: x=l;return); or by a )
+# before a letter or digit (pa)ss, not connect(password=x).cursor()).
+_VALUE_RUN = rb"[^\s\"'`,;&<>)\]}\\|]"
+_VALUE = (
+    _VALUE_RUN
+    + rb"{0,4096}+(?:(?:[;&](?="
+    + _VALUE_RUN
+    + rb")(?![a-z_][a-z0-9_.-]{0,64}=|#?[a-z0-9]{1,10};|"
+    + _STATEMENT
+    + rb"\b)|\)(?=[a-z0-9]))"
+    + _VALUE_RUN
+    + rb"{1,4096}+){0,64}+"
 )
 
 
@@ -329,7 +335,7 @@ def _kw(family: str, scan: bytes, pattern: bytes, flag_words: tuple[bytes, ...],
     )
     # The value is consumed (possessively) so the scan resumes after it:
     # "password=password=..." costs one match, not one per repetition.
-    value = rb"(?P<v>(?:\\{0,3}[\"'`])?(?:" + _VALUE_CHAR + rb"){0,4096}+)"
+    value = rb"(?P<v>(?:\\{0,3}[\"'`])?" + _VALUE + rb")"
     return Rule(
         "secret_assignment",
         "",
@@ -393,7 +399,9 @@ def _config_pair(rule: Rule, m: re.Match, g: str, b: bytes, bl: bytes, ctx: dict
 # Lines where whitespace separates a variable's name from its value
 # ---------------------------------------------------------------------------
 
-_LINE_HEAD_RE = re.compile(rb"(?:\A|\n|\\n)[ \t]*(?P<cmd>set|)\Z")
+# the start of a line or of a command: a line break (maybe escaped), a quote (a JSON string, a shell -c
+# argument), a shell separator, a tag, a key's = or : (command = ..., run: ...)
+_LINE_HEAD_RE = re.compile(rb"(?:\A|\n|\\n|[\"'`;|&>=:])[ \t]*(?P<cmd>set|)\Z")
 _ENV_LINE_VALUE_RE = re.compile(rb"[^\s\"'\\;&|]{1,4096}")
 
 

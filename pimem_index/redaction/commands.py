@@ -63,7 +63,7 @@ def _flag_values(flags: bytes) -> Handler:
 
 _HTPASSWD_RE = re.compile(
     rb"(?:[ \t]+-[a-zA-Z]{1,8}){0,6}[ \t]+-(?P<f>[a-zA-Z]{0,8}b[a-zA-Z]{0,8})(?:[ \t]+-[a-zA-Z]{1,8}){0,6}"
-    rb"(?P<file>[ \t]+[^\s-][^\s]{0,255})?[ \t]+[^\s-][^\s]{0,255}[ \t]+"
+    rb"(?P<file>[ \t]+[^\s\"'\\;|&<>-][^\s\"'\\;|&<>]{0,255})?[ \t]+[^\s\"'\\;|&<>-][^\s\"'\\;|&<>]{0,255}[ \t]+"
     rb"(?:\"(?P<s>[^\"\n\\]{1,256})\"|'(?P<s2>[^'\n\\]{1,256})'|(?P<s3>[^\s\"'\\;|&<>]{1,256}))"
 )
 
@@ -88,10 +88,10 @@ def _credential_flag(command: bytes, flags: bytes, after: bytes = b"") -> bytes:
         not_after_word(command, rb"a-z0-9_./-")
         + after
         + rb"(?:(?!"
-        + command
-        + rb"[ \t])(?:[^\n\\]|\\(?s:.))){0,2000}?[ \t](?:"
+        + command.strip()
+        + rb"[ \t])(?:[^\n\\]|\\(?s:.))){0,2000}?(?<=[ \t])(?:"
         + flags
-        + rb")(?:[ \t]+|=)?[\"']?(?P<u>[^\s:\"'\\]{0,256}):(?P<s>[^\s\"'\\]{0,256})"
+        + rb")(?:[ \t]+|=)?[\"']?(?P<u>[^\s:\"'`\\]{0,256}):(?P<s>[^\s\"'`\\]{0,256})"
     )
 
 
@@ -198,21 +198,9 @@ RULES: list[Rule] = [
         fold=True,
         handler=_user_password,
     ),
-    Rule(
-        "curl_user",
-        "",
-        b"http",
-        rb"(?=s?[ \t])" + _credential_flag(b"http", rb"-a|--auth", rb"s?"),
-        fold=True,
-        handler=_user_password,
-    ),
-    Rule(
-        "curl_user",
-        "",
-        b"xh",
-        rb"(?=s?[ \t])" + _credential_flag(b"xh", rb"-a|--auth", rb"s?"),
-        fold=True,
-        handler=_user_password,
+    *(
+        Rule("curl_user", "", command, _credential_flag(command, rb"-a|--auth"), fold=True, handler=_user_password)
+        for command in (b"http ", b"https ", b"xh ", b"xhs ")  # HTTPie and xh: the space keeps URLs out
     ),
     Rule(
         "mysql_password",

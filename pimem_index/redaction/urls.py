@@ -1,6 +1,6 @@
 """URLs: passwords in user-info (``scheme://user:pass@host``), Sentry DSN keys, Slack and Discord webhooks;
-also written with JSON's escaped slashes (``postgres:\\/\\/app:pw@db``, once or twice) and user-info
-URL-encoded (``https%3A%2F%2Fuser%3Apass%40host``, once or twice)."""
+also written with JSON's escaped slashes (``postgres:\\/\\/app:pw@db``, escaped again up to four backslashes)
+and user-info URL-encoded (``https%3A%2F%2Fuser%3Apass%40host``, up to three times)."""
 
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ _PLAIN: list[Rule] = [
     Rule(
         "url_userinfo",
         "passwords in URL user-info scheme://user:pass@host, including database URLs "
-        "(postgres, mysql, mongodb, redis, amqp, mssql...), also URL-encoded (once or twice) "
-        "or with JSON's escaped slashes (once or twice)",
+        "(postgres, mysql, mongodb, redis, amqp, mssql...), also URL-encoded (up to three times) "
+        "or with JSON's escaped slashes (up to four backslashes)",
         b"://",
         rb"(?P<u>[^\s:/?#@\"'<>\\\[\]]{0,256}):(?P<s>[^\s/?\"'<>\\]{1,256})@(?=[a-z0-9\[])",
         fold=True,
@@ -64,14 +64,16 @@ def _decoded_not_placeholder(m: re.Match, g: str, b: bytes, bl: bytes) -> bool:
 
 _ENCODED: list[Rule] = [
     Rule("url_userinfo", "", scan, _encoded_userinfo(pct), fold=True, check=_decoded_not_placeholder)
-    for scan, pct in ((b"%3a%2f%2f", b"%"), (b"%253a%252f%252f", b"%25"))
+    for scan, pct in ((b"%3a%2f%2f", b"%"), (b"%253a%252f%252f", b"%25"), (b"%25253a%25252f%25252f", b"%2525"))
 ]
 
-# URLs written with JSON's escaped slashes (PHP's json_encode: postgres:\/\/app:pw@db\/prod), once or twice
+# URLs written with JSON's escaped slashes (PHP's json_encode: postgres:\/\/app:pw@db\/prod), escaped again
 # (a JSON string inside another): the same rules
 RULES: list[Rule] = (
     _PLAIN
     + [replace(rule, scan=b":\\/\\/") for rule in _PLAIN]
     + [replace(rule, scan=b":\\\\/\\\\/") for rule in _PLAIN]
+    + [replace(rule, scan=b":\\\\\\/\\\\\\/") for rule in _PLAIN]  # and escaped again: \\\/
+    + [replace(rule, scan=b":\\\\\\\\/\\\\\\\\/") for rule in _PLAIN]  # \\\\/
     + _ENCODED
 )

@@ -11,6 +11,7 @@ shown of it is redacted here too (`excerpt`, `redacted_head`). An entry comes as
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections import OrderedDict
@@ -21,6 +22,7 @@ from typing import NamedTuple
 from pimem_index import db, journal, store
 from pimem_index.locations import Locations
 from pimem_index.redaction import redact, redact_part
+from pimem_index.redaction.ids import shown_id
 from pimem_index.redaction.parts import redact_without
 from pimem_index.search import wordforms
 
@@ -175,7 +177,18 @@ def reread_shape(conn: db.Connection, row: EntryRow, locations: Locations) -> jo
     """The entry's line read as `reread` reads it, with its structure (blocks, tool call ids, exit
     status: journal.shape); unredacted, None when the line is not the entry."""
     checked = _checked_line(conn, row, locations)
-    return journal.shape(*checked) if checked else None
+    return _shown_call_ids(journal.shape(*checked)) if checked else None
+
+
+def _shown_call_ids(shape: journal.Shape) -> journal.Shape:
+    """A shape's tool call ids as the index keeps them (`shown_id`), so results pair with calls and a
+    page shows no id a secret rule would mask."""
+    if shape.call_id is not None:
+        shape.call_id = shown_id(shape.call_id)
+    for block in shape.blocks:
+        if block.call is not None and block.call.call_id is not None:
+            block.call.call_id = shown_id(block.call.call_id)
+    return shape
 
 
 def _checked_line(conn: db.Connection, row: EntryRow, locations: Locations) -> tuple[dict, journal.Entry] | None:
@@ -190,9 +203,11 @@ def _checked_line(conn: db.Connection, row: EntryRow, locations: Locations) -> t
             item = journal.interpret(obj, row.line)
         except journal.Malformed:
             item = None
-    if obj is None or not isinstance(item, journal.Entry) or item.id != row.id:
+    if obj is None or not isinstance(item, journal.Entry) or shown_id(item.id) != row.id:
         _queue_reindex(conn, row.file_id)
         return None
+    if item.id != row.id or shown_id(item.parent_id) != item.parent_id:  # ids as the index keeps them
+        item = dataclasses.replace(item, id=row.id, parent_id=shown_id(item.parent_id))
     return obj, item
 
 
@@ -340,6 +355,9 @@ def _lines(fh, start: int, end: int):
 def _node(line: bytes) -> journal.Node | None:
     """The tree node a line stands for; None for a blank, unreadable or header line."""
     try:
-        return journal.node(journal.loads(line)) if line.strip() else None
+        node = journal.node(journal.loads(line)) if line.strip() else None
     except journal.Malformed:
         return None
+    if node is not None:  # ids as the index keeps them, so the tree links through this line
+        node.id, node.parent_id, node.target_id = shown_id(node.id), shown_id(node.parent_id), shown_id(node.target_id)
+    return node

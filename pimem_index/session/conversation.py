@@ -29,12 +29,13 @@ from pimem_index.search.reread import (
     unavailable_reason,
     unavailable_text,
 )
-from pimem_index.session import browse, diffs
+from pimem_index.session import browse, diffs, review
 
 PAGE = 200
 TEXT_CHARS = 20_000
 LABEL_CHARS = 500
 EXCERPT_CHARS = 140
+FAILURE_EXCERPTS = 50  # failures listed with their first words (each is a reread)
 # Characters of the diff Pi recorded in an edit result that a page reads (its first lines, cut at a line).
 RECORDED_DIFF_CHARS = 400_000
 # Entries looked at past a page's edge for the other half of a tool call cut by the page break.
@@ -98,6 +99,10 @@ def page(
         offset = order.index(entry) // limit * limit
     total = len(order)
     shown = order[offset : offset + limit]
+    rowids = {tree.refs[tree.index[eid]].rowid: eid for eid in order}
+    failures = review.failures(conn, rowids, order)
+    for failure in failures[:FAILURE_EXCERPTS]:
+        failure["excerpt"] = _excerpt(conn, locations, tree, failure["id"])
     return {
         **header,
         "view": "path" if leaf else "journal",
@@ -109,6 +114,12 @@ def page(
         "last_offset": max(0, (total - 1) // limit * limit),
         "next_offset": offset + limit if offset + limit < total else None,
         "items": _items(conn, locations, tree, order, shown, offset, leaf is not None),
+        "failures": failures[: review.FAILURES_SHOWN],
+        "failures_total": len(failures),
+        "failure_nav": {f["id"]: f for f in failures},
+        "changed": _files_changed(conn, locations, tree, session_id, rowids),
+        # the header's figures for the branch shown (None: the whole session's, from the sessions view)
+        "branch_figures": review.figures(conn, list(rowids)) if leaf else None,
     }
 
 
@@ -117,6 +128,44 @@ def _known(tree: Tree, entry_id: str, name: str) -> str:
     if entry_id not in tree.index:
         raise UserError(f"this session has no entry {entry_id!r}; give one of its entry ids", Arg(name, "c3d4e5f6"))
     return entry_id
+
+
+def _files_changed(conn, locations, tree: Tree, session_id: str, rowids: dict[int, str]) -> dict:
+    """The files the entries shown changed (edit and write calls that did not fail), in the order first
+    changed, each with its changes: an edit's diff (Pi's, else computed per replacement), a write's size.
+    The first review.CALLS_SHOWN calls are read from the journal; the rest are only counted."""
+    found = review.changes(conn, session_id, rowids)
+    shown = found[: review.CALLS_SHOWN]
+    wanted = {c.entry_rowid for c in shown} | {c.result_rowid for c in shown if c.result_rowid}
+    rows = review.rows_by_rowid(conn, sorted(wanted))
+    views: dict[int, dict] = {}
+
+    def view(rowid: int | None) -> dict | None:
+        if rowid is None or rowid not in rows:
+            return None
+        if rowid not in views:
+            views[rowid] = entry_view(conn, locations, rows[rowid], tree)
+        return views[rowid]
+
+    files: dict[str, dict] = {}
+    for n, change in enumerate(found):
+        item = files.setdefault(change.path, {"path": change.path, "changes": [], "more": 0, "added": 0, "removed": 0})
+        if n >= review.CALLS_SHOWN:
+            item["more"] += 1
+            continue
+        entry = view(change.entry_rowid)
+        call = next((c for c in _calls(entry) if c["call_id"] == change.call_id), None) if entry else None
+        result = view(change.result_rowid)
+        recorded = result.get("diff") if result else None
+        shown_change = {"entry": rowids[change.entry_rowid], "tool": change.tool, "call": call, "diff": recorded}
+        if recorded:
+            item["added"] += recorded["added"]
+            item["removed"] += recorded["removed"]
+        elif call and call["view"] == "edit":
+            item["added"] += sum(r["diff"]["added"] for r in call["edits"])
+            item["removed"] += sum(r["diff"]["removed"] for r in call["edits"])
+        item["changes"].append(shown_change)
+    return {"files": list(files.values()), "calls": len(found), "read": len(shown)}
 
 
 # ---- the tree ----------------------------------------------------------------------------------------

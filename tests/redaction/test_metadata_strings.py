@@ -431,3 +431,63 @@ async def test_a_long_label_error_message_or_recorded_diff_is_redacted_whole_bef
     tokens = {"label": label, "error": error, "diff": diff}
     shown = {name: token.split(".")[0] + ".[REDACTED]" for name, token in tokens.items()}
     assert [name for name, masked_token in shown.items() if masked_token not in page] == []
+
+
+@pytest.mark.asyncio
+async def test_ids_holding_a_secret_stand_in_as_their_digest_and_still_link(
+    run, conn, locations, new_journal, home, sessions_dir
+):
+    """An id a secret rule would mask (the session's, an entry's and its child's parent id, a tool
+    call's, a label's target) is stored and shown as `redacted-` and a digest, the same wherever it is
+    read: the entry is found and read by it, its child links to it, its label shows, its call pairs."""
+    ids = {k: f"{k}-{GH}{''.join(RNG.choice(ALNUM) for _ in range(36))}" for k in ("session", "entry", "call")}
+    # the file's name is the filesystem's, not the journal's: here it does not repeat the session id
+    j = new_journal("Apps/prjct", session_id=ids["session"], path=sessions_dir / "planted-ids.jsonl")
+    j.user(f"{WORD} first")
+    j.write_line(
+        {
+            "type": "message",
+            "id": ids["entry"],
+            "parentId": j.last_id,
+            "timestamp": j.tick(),
+            "message": {"role": "user", "content": f"{WORD} kingfisher planted"},
+        }
+    )
+    j.last_id = ids["entry"]
+    j.label(ids["entry"], "heronlabel")
+    j.last_id = ids["entry"]
+    j.assistant(f"{WORD} running", tool_calls=[("bash", {"command": "ls"}, ids["call"])])
+    j.tool_result("bash", f"{WORD} listing", call_id=ids["call"])
+    (home / "Apps" / "prjct").mkdir(parents=True, exist_ok=True)
+    indexer.index_all(conn, locations)
+
+    entry_id, parent_of_next = conn.execute(
+        "SELECT e.id, (SELECT n.parent_id FROM entries n WHERE n.rowid > e.rowid ORDER BY n.rowid LIMIT 1) "
+        "FROM entries e WHERE e.kind = 'user' ORDER BY e.rowid DESC LIMIT 1"
+    ).fetchone()
+    session_id = conn.execute("SELECT session_id FROM files").fetchone()[0]
+    assert entry_id.startswith("redacted-") and session_id.startswith("redacted-")
+    assert parent_of_next == entry_id, "the child links to the stand-in"
+    assert conn.execute("SELECT count(*) FROM tool_calls WHERE result_rowid IS NOT NULL").fetchone()[0] == 1
+
+    async with running(make_datasette(locations)) as ds:
+        shown = await fetch(
+            ds,
+            [
+                "/-/pi-memory",
+                f"/-/pi-memory/sessions/{session_id}",
+                "/-/pi-memory/api/search?" + urlencode({"q": WORD, "cwd": j.cwd, "limit": 50}),
+                "/-/pi-memory/api/read?" + urlencode({"id": entry_id, "session_id": session_id, "cwd": j.cwd}),
+                "/-/pi-memory/api/sessions",
+                *(f"/history/{t}.json?_shape=array" for t in TABLES),
+            ],
+        )
+    for args in (["search", "kingfisher", "--json"], ["read", entry_id, "--session", session_id, "--json"]):
+        shown[" ".join(args)] = run(*args, "--cwd", j.cwd).output
+    assert found(shown, ids) == {}
+    assert [v for v in ids.values() if body(v).encode() in index_bytes(conn, locations)] == []
+    assert [v for v in ids.values() if body(v).lower() in vocab(conn)] == []
+    read = json.loads(shown[f"read {entry_id} --session {session_id} --json"])
+    assert read["status"] == "ok" and "kingfisher planted" in read["text"]
+    assert "heronlabel" in shown[f"/-/pi-memory/sessions/{session_id}"]
+    assert entry_id in shown["search kingfisher --json"]

@@ -260,11 +260,13 @@ def g_mailgun(rng):
 
 
 def g_discord_bot(rng):
-    uid = str(rng.randint(10**17, 10**18 - 1)).encode()
+    # the first part is the bot's numeric id in base64: its structure, not a word nearby, finds the token
+    digits = rng.randint(17, 20)
+    uid = str(rng.randint(10 ** (digits - 1), 10**digits - 1)).encode()
     first = base64.b64encode(uid).decode().rstrip("=")
-    rest = _r(rng, 6, B64U) + "." + _r(rng, 38, B64U)
+    rest = _r(rng, 6, B64U) + "." + _r(rng, rng.randint(27, 38), B64U)
     return Sample(
-        "discord_bot_token", value=first + "." + rest, key="discord_bot", secrets=[rest], keeps=[first], needs_key=True
+        "discord_bot_token", value=first + "." + rest, key=rng.choice(NEUTRAL_KEYS), secrets=[rest], keeps=[first]
     )
 
 
@@ -297,6 +299,9 @@ def g_jwt(rng):
     payload = json.dumps(
         {"sub": _r(rng, 12), "name": _r(rng, 8, LOWER), "iat": rng.randint(10**9, 2 * 10**9)}, separators=(",", ":")
     )
+    if rng.random() < 0.3:  # JSON written with whitespace: the parts decode to objects all the same
+        header = json.dumps(json.loads(header), indent=rng.choice([None, 2, "\t"]), separators=(", ", ": "))
+        payload = json.dumps(json.loads(payload), indent=rng.choice([None, 2]))
     v = _b64url(header.encode()) + "." + _b64url(payload.encode()) + "." + _r(rng, 43, B64U)
     return Sample("jwt", value=v, key=rng.choice(NEUTRAL_KEYS), secrets=[v[3:]], keeps=[v[:3]])
 
@@ -325,6 +330,9 @@ def g_url_userinfo(rng):
     pw = _r(rng, rng.randint(10, 24), ALNUM + "-_.~")
     scheme = rng.choice(["https", "http", "ftp", "sftp", "smtp"])
     v = f"{scheme}://{_r(rng, 6, LOWER)}:{pw}@{_r(rng, 8, LOWER)}.example.com/path"
+    form = rng.random()
+    if form < 0.15:  # URL-encoded, as a query parameter or a redirect
+        return Sample("url_userinfo", value=quote(v, safe=""), key="next", secrets=[pw], url_safe=False)
     return Sample("url_userinfo", value=v, key="remote", secrets=[pw], keeps=[scheme + "://"])
 
 
@@ -409,14 +417,21 @@ def g_cookie(rng):
 def g_curl(rng):
     pw = _password(rng)
     user = _r(rng, 6, LOWER)
-    form = rng.choice(
+    key = _r(rng, 8, ALNUM) + _r(rng, 4, DIGITS) + _r(rng, rng.randint(12, 30), ALNUM)
+    form, secret = rng.choice(
         [
-            f"curl -u {user}:{pw} https://api.example.com/v1/items",
-            f"curl -s -X POST --user {user}:{pw} https://api.example.com/v1/items -d @body.json",
-            f"curl -fsSL -u '{user}:{pw}' https://api.example.com/v1/items",
+            (f"curl -u {user}:{pw} https://api.example.com/v1/items", pw),
+            (f"curl -s -X POST --user {user}:{pw} https://api.example.com/v1/items -d @body.json", pw),
+            (f"curl -fsSL -u '{user}:{pw}' https://api.example.com/v1/items", pw),
+            # an empty part: a key as the user (as Stripe documents), a token as the password
+            (f"curl https://api.example.com/v1/charges -u {key}:", key),
+            (f"curl -u :{key} https://api.example.com/v1/items", key),
+            (f"curl --user={key}: https://api.example.com/v1/items", key),
+            (f"http -a {user}:{pw} api.example.com/v1/items", pw),
+            (f"https --auth {key}: api.example.com/v1/items", key),
         ]
     )
-    return Sample("curl_user", snippet=form, secrets=[pw], keeps=[user + ":"])
+    return Sample("curl_user", snippet=form, secrets=[secret], keeps=[form.split()[0]])
 
 
 def g_mysql(rng):
@@ -465,7 +480,28 @@ def g_env_export(rng):
         ]
     )
     pw = _r(rng, rng.randint(16, 40), ALNUM + "_-")
+    if rng.random() < 0.2:  # a ; # & or ) inside the value is part of it
+        pw = pw[:6] + rng.choice(";#&)") + pw[6:]
     line = rng.choice([f"export {name}={pw}", f"{name}={pw}", f'export {name}="{pw}"', f"{name}='{pw}'"])
+    if rng.random() < 0.4:  # the name set in code or on a line of another language
+        pw = pw.replace(";", "").replace("#", "").replace("&", "").replace(")", "")
+        line = rng.choice(
+            [
+                f'os.environ["{name}"] = "{pw}"',
+                f"os.environ.setdefault('{name}', '{pw}')",
+                f'process.env["{name}"] = "{pw}";',
+                f'os.Setenv("{name}", "{pw}")',
+                f'ENV["{name}"] = "{pw}"',
+                f"$_ENV['{name}'] = '{pw}';",
+                f"define('{name}', '{pw}');",
+                f'$env:{name}="{pw}"',
+                f"ENV {name} {pw}",
+                f"set -gx {name} {pw}",
+                f"setenv {name} {pw}",
+                f'[Environment]::SetEnvironmentVariable("{name}", "{pw}", "User")',
+            ]
+        )
+        return Sample("env_export", snippet=line, secrets=[pw], keeps=[name])
     return Sample("env_export", snippet=line, secrets=[pw], keeps=[name + "="])
 
 
@@ -1029,6 +1065,43 @@ def negatives(seed: int = 99) -> Iterator[tuple[str, str]]:
         "html entities": "<p>&quot;token_type&quot;: &quot;bearer&quot;, &quot;password&quot;: null</p>",
         "prose with service words": "Use access-control headers; the API-FIRST design; pat.md and sl.txt; ssl.conf",
         "already redacted": "password=[REDACTED]\nAuthorization: Bearer [REDACTED]\n" + "gh" + "p_[REDACTED]",
+        # issue 27: code reading secret names, command lines without credentials, structure that is no token
+        "reading secret names in code": (
+            'api_key = os.environ["API_KEY"]\ntoken = os.getenv("GITHUB_TOKEN", "")\n'
+            "const key = process.env['API_KEY'];\nENV.fetch(\"API_TOKEN\")\n$pw = getenv('DB_PASSWORD');\n"
+            'Write-Host $env:GITHUB_TOKEN\ntoken := os.Getenv("GITHUB_TOKEN")\n'
+            "define('DB_PASSWORD', getenv('DB_PASSWORD'));\nos.environ[\"DB_PASSWORD\"] = db_password\n"
+        ),
+        "names listed, not set": 'fields = ("username", "password", "email")\ntext.replace("password", "passphrase")',
+        "env lines without secrets": (
+            "ENV NODE_ENV production\nset -gx PATH $PATH ~/bin\nsetenv EDITOR vim\nARG NPM_TOKEN"
+        ),
+        "command lines without credentials": (
+            "curl -u admin: https://localhost:8080/health\ncurl -u deploy https://example.com\n"
+            "curl -u $STRIPE_KEY: https://api.stripe.com\nhttp -v -a example.org\nxh --verbose api.example.com"
+        ),
+        "values ended by what follows": (
+            "https://x.example.com/cb?user=ann&next=%2Fhome\nServer=db;Database=app;Encrypt=true\n"
+            "x=l;return x\n&quot;secret:1&rdquo;"
+        ),
+        "encoded urls without user-info": (
+            "https%3A%2F%2Fgithub.com%2Fuser%2Frepo.git\nhttp%3A%2F%2Flocalhost%3A8001%2F%3Fq%3Da%2540b\n"
+            "https:\\\\/\\\\/github.com\\\\/user\\\\/repo.git"
+        ),
+        "dotted names and base64 that is no token": (
+            "v1.2.3 app.config.settings com.example.Service MTIzNDU2.abcdef.ghijklmnopqrstuvwxyzABCDEFGH "
+            + _b64url(b"hello world, abc")
+            + "."
+            + _r(rng, 6, B64U)
+            + "."
+            + _r(rng, 30, B64U)
+            + " "
+            + _b64url(b"[1, 2, 3]")
+            + "."
+            + _b64url(b"[4]")
+            + "."
+            + _r(rng, 20, B64U)
+        ),
     }
     for name, text in plain.items():
         yield name, text
