@@ -566,6 +566,9 @@ def search_options(kinds: tuple[str, ...]):
             help=f"Results, 1 to {MAX_LIMIT}",
         ),
         click.option("--offset", default=None, metavar="N", help="Skip this many results: the next page  [default: 0]"),
+        click.option(
+            "--like", metavar="ENTRY_ID", help="Only entries of the same text as this one (a hit's 'more like it')"
+        ),
         click.option("--json", "as_json", is_flag=True, help="Print JSON (the same shape as the HTTP API)"),
         click.option("--no-index", is_flag=True, help="Search the index as it is, without indexing new lines first"),
     ]
@@ -664,6 +667,8 @@ def _show_results(data: dict, query_text: str | None, as_json: bool) -> None:
         click.echo("  " + _mark(hit["excerpt"], terms))
         if hit.get("folded"):
             click.echo(f"  {_folded_line(hit, session, data['action'], query_text)}")
+        if hit.get("like"):
+            click.echo(f"  {_like_line(hit, data['action'])}")
     if data.get("next_offset") is not None:
         click.echo()
         click.secho(f"[more results: --offset {data['next_offset']}]", fg="yellow")
@@ -693,6 +698,13 @@ def _folded_line(hit: dict, session: dict, action: str, query_text: str | None) 
 
     command = f"pimem {action} {shlex.quote(query_text or '')} --session {session.get('short_id') or hit['session_id']}"
     return f"and {hit['folded']:,} more like it in this session (see them: {command})"
+
+
+def _like_line(hit: dict, action: str) -> str:
+    """`and 9 more like it in 4 other sessions (see them: pimem search --like ID)`."""
+    like = hit["like"]
+    sessions = counted(like["sessions"], "other session")
+    return f"and {like['entries']:,} more like it in {sessions} (see them: pimem {action} --like {hit['id']})"
 
 
 def _local_time(ts: str | None) -> str:

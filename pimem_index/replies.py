@@ -68,12 +68,20 @@ class Entry(TypedDict):
     call: NotRequired[Annotated[str, "a tool result's call: the tool and its main argument"]]
 
 
+class Like(TypedDict):
+    entries: Annotated[int, "hits of the same text in other sessions"]
+    sessions: Annotated[int, "how many other sessions they are in"]
+
+
 class Hit(Entry):
     excerpt: Annotated[str, "redacted text around the terms, on one line, at most about 300 characters"]
     score: Annotated[
         float | None, "BM25 with the recency discount (null without a query): only its order means anything"
     ]
     folded: Annotated[int, "lower-ranked hits of the same session with the same text, not shown"]
+    like: NotRequired[
+        Annotated[Like, "lower-ranked hits of the same text in other sessions, not shown (list them: `like=<id>`)"]
+    ]
     reason: NotRequired[Annotated[str, "with `stale`: why the text cannot be read"]]
     stale: NotRequired[Annotated[bool, "the hit's journal line cannot be read (see `reason`)"]]
 

@@ -86,7 +86,10 @@ CREATE TABLE IF NOT EXISTS entries (
     cache_write_tokens INTEGER,
     cost REAL,
     is_error INTEGER,
-    exit_code INTEGER
+    exit_code INTEGER,
+    -- A 64-bit digest of the entry's indexed text (redacted, labels cut, whitespace runs as one space):
+    -- hits of the same text fold by it across sessions, and `like=` lists them.
+    text_digest INTEGER
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts USING fts5(text, {fts_options});
 -- One row per tool call of an assistant entry; result_rowid is the tool result answering it
@@ -174,6 +177,7 @@ ENTRY_INDEXES = {
     "entries_errors": "CREATE INDEX IF NOT EXISTS entries_errors ON entries(file_id) "
     "WHERE is_error = 1 OR exit_code <> 0",
     "tool_calls_entry": "CREATE INDEX IF NOT EXISTS tool_calls_entry ON tool_calls(entry_rowid)",
+    "entries_digest": "CREATE INDEX IF NOT EXISTS entries_digest ON entries(text_digest)",
     # A session's calls by tool (its page's files changed, files most edited for one session).
     "tool_calls_session": "CREATE INDEX IF NOT EXISTS tool_calls_session ON tool_calls(session_id, tool)",
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import os
 import time
 from collections.abc import Iterator
@@ -90,6 +91,7 @@ class EntryValues(NamedTuple):
     cost: float
     is_error: int
     exit_code: int
+    text_digest: int
 
 
 class CallValues(NamedTuple):
@@ -409,6 +411,8 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
         usage = item.usage
         if usage.calls or usage.call_id:
             _take_calls(batch, usage)
+        # The terms: the redacted text without its labels (a tool call's argument names are not terms).
+        redacted = (redact_without(text, item.labels) if item.labels else redact(text)) if text else ""
         batch.rows.append(
             _entry_values(  # as EntryValues(...), without its 22-argument __new__ for every line
                 (
@@ -425,11 +429,10 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
                     fp,
                     NO_INT if item.tokens_before is None else item.tokens_before,
                 )
-                + _usage_values(usage),
+                + _usage_values(usage)
+                + (text_digest(redacted),),
             )
         )
-        # The terms: the redacted text without its labels (a tool call's argument names are not terms).
-        redacted = (redact_without(text, item.labels) if item.labels else redact(text)) if text else ""
         batch.texts.append(redacted)
         if item.timestamp:
             batch.last_timestamp = item.timestamp
@@ -446,6 +449,13 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
     elif isinstance(item, journal.SessionName):
         batch.name = redacted_field(item.name) or None
     return 0
+
+
+def text_digest(terms_text: str) -> int:
+    """A signed 64-bit digest of an entry's indexed text with each run of whitespace as one space:
+    entries of the same text share it (results fold by it), whatever their session."""
+    normal = " ".join(terms_text.split()).encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(normal, digest_size=8).digest(), "big", signed=True)
 
 
 _pi_id = PI_ID.fullmatch

@@ -53,3 +53,19 @@ def children(conn: db.Connection, session_ids: Iterable[str | None]) -> dict[str
         if child not in found[parent]:
             found[parent].append(child)
     return found
+
+
+def copies(conn: db.Connection, rowids: Iterable[int]) -> set[int]:
+    """The entries among `rowids` that a fork or a clone copied from its parent's journal (Pi copies them with
+    their ids) while the original is among `rowids` too: what a page folds into the original."""
+    ids = sorted(set(rowids))
+    if not ids:
+        return set()
+    rows = conn.execute(
+        f"SELECT e.rowid, o.rowid FROM entries e JOIN files c ON c.id = e.file_id {_PARENT_JOIN} "
+        "JOIN entries o ON o.file_id = p.id AND o.id = e.id AND o.kind = e.kind AND o.text_digest IS e.text_digest "
+        f"WHERE e.rowid IN ({_marks(ids)}) AND c.parent_session IS NOT NULL",
+        ids,
+    ).fetchall()
+    wanted = set(ids)
+    return {copy for copy, original in rows if original in wanted and original != copy}

@@ -18,7 +18,7 @@ from pimem_index import db, store
 from pimem_index.errors import Arg, UserError
 from pimem_index.locations import Locations, discover
 from pimem_index.redaction import redact
-from pimem_index.search import exchange, results, session_info, wordforms
+from pimem_index.search import exchange, forks, results, session_info, wordforms
 from pimem_index.search.request import ReadRequest, SearchRequest, query_terms
 from pimem_index.search.reread import (
     ENTRY_COLUMNS,
@@ -161,6 +161,9 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
     if own:  # the caller's own turn (its memory_context call) is never a hit
         where += f" AND e.rowid NOT IN ({','.join('?' * len(own))})"
         params.extend(own)
+    if request.like:  # only the entries of the same text as this one (what a hit's `like` counts)
+        where += " AND e.kind = ? AND e.text_digest = ?"
+        params.extend(_like_of(conn, request.like, sc))
     reply: dict = {"action": request.action, **sc.as_json()}
     if not terms:
         rows = select_entries(
@@ -197,6 +200,20 @@ def _sessions(conn, locations: Locations, request: SearchRequest | ReadRequest, 
     return session_info.sessions_map(conn, locations, session_ids, lambda ids: visible_sessions(conn, request, ids))
 
 
+def _like_of(conn, entry_id: str, sc: Scope) -> tuple[str, int]:
+    """The kind and text digest of the entry `like=` names, looked for in the scope (a fork's copy
+    shares its original's id and text, so any of them will do)."""
+    where, params = sc.predicate()
+    found = conn.execute(
+        f"SELECT e.kind, e.text_digest FROM entries e JOIN files f ON f.id = e.file_id WHERE e.id = ? AND {where} "
+        "AND e.text_digest IS NOT NULL ORDER BY e.rowid LIMIT 1",
+        [entry_id, *params],
+    ).fetchone()
+    if found is None:
+        raise UserError(f"no entry {entry_id} in this scope to list the entries like it", Arg("like", "c3d4e5f6"))
+    return found[0], found[1]
+
+
 def _page_of_ranked(conn, locations: Locations, request: SearchRequest, sc: Scope, scored: list, reply: dict) -> bool:
     """The request's page of the ranked candidates into `reply` (results, folded, phrases), with
     repeats folded outside a session search (a session search shows each); whether more remain."""
@@ -210,6 +227,7 @@ def _page_of_ranked(conn, locations: Locations, request: SearchRequest, sc: Scop
             labels[row.rowid] = entry.labels
         return entry.text
 
+    fold = sc.name != "session" and not request.like
     found = results.page(
         scored,
         text_of,
@@ -217,7 +235,8 @@ def _page_of_ranked(conn, locations: Locations, request: SearchRequest, sc: Scop
         offset=request.offset,
         limit=request.limit,
         phrases=request.phrases,
-        fold=sc.name != "session",
+        fold=fold,
+        copies=forks.copies(conn, [row.rowid for _score, row in scored]) if fold else (),
     )
     terms = list(request.terms)
     reply["results"] = []
@@ -225,6 +244,8 @@ def _page_of_ranked(conn, locations: Locations, request: SearchRequest, sc: Scop
         text = hit.text if hit.read else text_of(hit.row)
         hit_json = _hit_json(locations, hit.row, hit.score, terms, text, labels.get(hit.row.rowid, ()))
         hit_json.update(exchange.call_keys(conn, locations, hit.row))
+        if hit.like:
+            hit_json["like"] = {"entries": hit.like, "sessions": len(hit.like_sessions)}
         reply["results"].append({**hit_json, "folded": hit.folded})
     reply["folded"] = sum(hit.folded for hit in found.hits)
     if request.phrases:

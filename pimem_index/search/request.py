@@ -47,6 +47,7 @@ PARAMETERS = (
     "limit",
     "offset",
     "around",
+    "like",
     "journal",
     "by",
     "model",
@@ -77,6 +78,7 @@ class SearchRequest:
     summaries: bool = False  # compaction and branch summaries only
     offset: int = 0  # hits skipped: the page starts after them
     phrases: tuple[tuple[str, ...], ...] = ()  # quoted phrases of two words or more (`query_phrases`)
+    like: str | None = None  # an entry id: only entries of the same text as it (what a hit's `like` counts)
 
     @property
     def action(self) -> str:
@@ -100,6 +102,7 @@ class SearchRequest:
         home: str | None = None,
         summaries: bool = False,
         offset: Any = None,
+        like: str | None = None,
     ) -> SearchRequest:
         """Check every field once (a UserError names the first wrong one); summaries default to
         both summary kinds and refuse any other."""
@@ -122,6 +125,7 @@ class SearchRequest:
             summaries=summaries,
             offset=check_offset(offset, example=20),
             phrases=query_phrases(query),
+            like=like or None,
         )
 
     @classmethod
@@ -161,6 +165,7 @@ class SearchRequest:
             max_scope=max_scope,
             summaries=summaries,
             offset=args.get("offset"),
+            like=args.get("like"),
         )
 
 

@@ -56,6 +56,7 @@ class EntryRow(NamedTuple):
     file_id: int
     chars: int
     tokens_before: int | None
+    text_digest: int | None  # the indexed text's digest (index.parsing.text_digest): same text, same digest
 
 
 # EntryRow's columns over `entries e JOIN files f` (ENTRY_FROM).

@@ -7,12 +7,12 @@ what a page shows, after ranking and without touching it:
   redacted text holds each phrase (its words in order, only spaces or punctuation between,
   as an FTS5 phrase). The index keeps no positions, so this needs the journal: at most
   PHRASE_REREADS candidates are checked, and the page says when that stopped it early.
-- folding: a hit whose text is the same as a better one's from the same session is not
-  shown; the better one counts it (`folded`), so one repeated line cannot push other
-  sessions out. Two entries can only be the same when the index gives them the same session,
-  kind, tool and length (free: the candidate rows carry them); only then are both reread and
-  their texts compared, up to FOLD_CONFIRM_BYTES of journal lines a query, past which the
-  index's figures alone decide.
+- folding: a hit whose text is the same as a better one's is not shown; the better one counts
+  it (`folded` from its own session, `like` from others), so one repeated line cannot fill the
+  page. The index keeps a digest of each entry's text (whitespace runs as one space), so the
+  candidate rows say which are the same; rows without one (none in a current index) are
+  compared by session, kind, tool and length, then reread, up to FOLD_CONFIRM_BYTES of
+  journal lines a query. A fork's copy of an entry among the candidates is never shown.
 - paging: the hits in order, from `offset`, `limit` of them, and whether any remain.
 
 Folding and phrases depend only on candidates ranked before, so every page of a query sees the
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from pimem_index.search.reread import EntryRow
@@ -46,6 +46,8 @@ class Hit:
     read: bool = False
     folded: int = 0
     digest: bytes | None = field(default=None, repr=False)
+    like: int = 0  # hits of the same text in other sessions, not shown
+    like_sessions: set = field(default_factory=set)  # ... and their sessions
 
 
 @dataclass
@@ -74,7 +76,10 @@ def holds_phrases(text: str, patterns: Sequence[re.Pattern], redacted: Callable[
 
 
 def fold_key(row: EntryRow) -> tuple:
-    """What two entries of the same text share in the index: session, kind, tool and length."""
+    """What two entries of the same text share in the index: their kind and text digest, whatever
+    their session; without a digest, session, kind, tool and length (the texts are then compared)."""
+    if row.text_digest is not None:
+        return (row.kind, row.text_digest)
     return (row.session_id, row.kind, row.tool, row.chars)
 
 
@@ -87,14 +92,18 @@ def page(
     limit: int,
     phrases: Sequence[Sequence[str]] = (),
     fold: bool = True,
+    copies: Collection[int] = (),
 ) -> Page:
     """The page `offset`..`offset + limit` of the ranked candidates `scored` (best first), after
-    phrases and folding; `reread` gives an entry's text (None when unavailable)."""
+    phrases and folding; `reread` gives an entry's text (None when unavailable). `copies` are the
+    rowids of entries a fork copied from an original among the candidates: never shown."""
     walk = _Walk(reread, redacted, [phrase_pattern(p) for p in phrases])
     end = offset + limit
     shown: list[Hit] = []
     more = False
     for score, row in scored:
+        if row.rowid in copies:
+            continue
         if fold and walk.fold_into(row):  # the same text as a shown hit, so it holds the phrases too
             continue
         if more:
@@ -146,10 +155,15 @@ class _Walk:
         self.groups.setdefault(fold_key(hit.row), []).append(hit)
 
     def fold_into(self, row: EntryRow) -> bool:
-        """Count the row on a shown hit of the same text from its session, if there is one."""
+        """Count the row on a shown hit of the same text (from its session: `folded`; from another
+        session: `like`), if there is one."""
         for hit in self.groups.get(fold_key(row), ()):
-            if self.same_text(hit, row):
-                hit.folded += 1
+            if row.text_digest is not None or self.same_text(hit, row):
+                if row.session_id == hit.row.session_id:
+                    hit.folded += 1
+                else:
+                    hit.like += 1
+                    hit.like_sessions.add(row.session_id)
                 self.texts.pop(row.rowid, None)
                 return True
         return False

@@ -100,7 +100,7 @@ def page(
     total = len(order)
     shown = order[offset : offset + limit]
     rowids = {tree.refs[tree.index[eid]].rowid: eid for eid in order}
-    failures = review.failures(conn, rowids, order)
+    failures = review.failures(conn, sorted({ref.file_id for ref in tree.refs}), rowids, order)
     for failure in failures[:FAILURE_EXCERPTS]:
         failure["excerpt"] = _excerpt(conn, locations, tree, failure["id"])
     return {

@@ -17,12 +17,12 @@ FAILURES_SHOWN = 200
 CHANGING_TOOLS = ("edit", "write")
 
 
-def failures(conn: db.Connection, rowids: dict[int, str], order: list[str]) -> list[dict]:
-    """The failed tool results, failed bash runs and errored or aborted turns among the entries shown
-    (`rowids`: rowid to entry id, `order`: their order), in that order, each with what the call was."""
-    if not rowids:
+def failures(conn: db.Connection, files: list[int], rowids: dict[int, str], order: list[str]) -> list[dict]:
+    """The failed tool results, failed bash runs and errored or aborted turns of the session's journals
+    (`files`) among the entries shown (`rowids`: rowid to entry id, `order`: their order), in that order,
+    each with what the call was."""
+    if not rowids or not files:
         return []
-    files = sorted({r[0] for r in _in(conn, "SELECT DISTINCT file_id FROM entries WHERE rowid IN ({})", rowids)})
     found: dict[str, dict] = {}
     marks = ",".join("?" * len(files))
     rows = conn.execute(

@@ -122,3 +122,22 @@ async def test_around_out_of_range_is_a_400_with_an_example(ds, exchange, token)
     res = await ds.client.get(api("read", id=exchange["call"], cwd=exchange["cwd"], around=99), **bearer(token))
     assert res.status_code == 400
     assert "around must be a whole number from 0 to 20" in res.json()["error"] and "around=3" in res.json()["error"]
+
+
+@pytest.mark.asyncio
+async def test_the_api_folds_the_same_text_across_sessions_and_lists_it_with_like(
+    ds, conn, locations, new_journal, home, token
+):
+    same = [new_journal("Apps/prjct").user("deploy the narwhal stack") for _ in range(3)]
+    other = new_journal("Apps/prjct").user("deploy the narwhal docs")
+    index_all(conn, locations)
+    cwd = str(home / "Apps/prjct")
+    res = await ds.client.get(api("search", q="narwhal", cwd=cwd), **bearer(token))
+    hits = res.json()["results"]
+    assert len([h for h in hits if h["id"] in same]) == 1
+    best = next(h for h in hits if h["id"] in same)
+    assert best["like"] == {"entries": 2, "sessions": 2} and other in [h["id"] for h in hits]
+    listed = await ds.client.get(api("search", q="narwhal", cwd=cwd, like=best["id"]), **bearer(token))
+    assert sorted(hit_ids(listed)) == sorted(same)
+    bad = await ds.client.get(api("search", cwd=cwd, like="ffffffff"), **bearer(token))
+    assert bad.status_code == 400 and "like=c3d4e5f6" in bad.json()["error"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 
 import pytest
@@ -256,3 +257,19 @@ async def test_files_most_edited_takes_a_session_or_a_project(world):
         assert await rows(project=alpha[:-1]) == {}  # a folder's prefix is not the folder
         assert ("src/app.py", world.session("with_failures")) not in everything  # its only edit failed
         assert clone in {sid for _path, sid in everything}  # all_tools wrote a file
+
+
+@pytest.mark.asyncio
+async def test_every_link_in_the_summary_and_the_failure_links_answers(ds, world):
+    for role in ("edit_heavy", "with_failures", "rich"):
+        url = f"/-/pi-memory/sessions/{world.session(role)}"
+        text = await get(ds, url)
+        links = set(re.findall(r'href="(\?entry=[^"#]+)"', review_of(text)))
+        links |= set(re.findall(r'href="(\?entry=[^"]+)">(?:&larr; previous|next &rarr;)', text))  # failure to failure
+        assert links, role
+        for link in sorted(links):
+            res = await ds.client.get(url + link.replace("&amp;", "&"), actor=ROOT, follow_redirects=True)
+            entry = link.split("entry=")[1].split("&")[0]
+            assert res.status_code == 200 and f'id="entry-{entry}"' in res.text, (role, link)
+        missing = await ds.client.get(url + "?entry=nosuchentry", actor=ROOT, follow_redirects=True)
+        assert missing.status_code == 400  # an entry the session lacks is a one-line error, not a 404 or 500

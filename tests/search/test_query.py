@@ -335,9 +335,9 @@ def test_recency_orders_equally_relevant_entries(conn, locations, new_journal):
     for k in range(20):
         filler.user(f"unrelated filler {k}")
     old = new_journal("Apps/a", start=datetime.now(UTC) - timedelta(days=60))
-    old_id = old.user("identical words about lemurs")
+    old_id = old.user("identical words about lemurs.")  # the same words, not the same text (which would fold)
     new = new_journal("Apps/b", start=datetime.now(UTC) - timedelta(days=1))
-    new_id = new.user("identical words about lemurs")
+    new_id = new.user("identical words about lemurs!")
     index_all(conn, locations)
     reply = query.search(conn, locations, "lemurs", scope="global")
     assert ids(reply) == [new_id, old_id]

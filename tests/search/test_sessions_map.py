@@ -23,7 +23,7 @@ def corpus(tmp_path, monkeypatch):
 
 def test_a_search_reply_describes_each_hits_session_once_in_the_sessions_map(corpus):
     copied, locations, conn = corpus
-    reply = query.search(conn, locations, "project", scope="global", limit=50)
+    reply = query.search(conn, locations, None, scope="global", limit=50)
     hit_sessions = {hit["session_id"] for hit in reply["results"]}
     assert len(hit_sessions) > 3 and set(reply["sessions"]) == hit_sessions
     journals = {session_id(copied, role): copied.journal(role) for role in copied.journals}

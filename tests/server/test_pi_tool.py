@@ -29,7 +29,7 @@ from pimem_index.errors import UserError
 
 TS_SOURCE = EXTENSION_DIR / "memory_context.ts"
 FORBIDDEN_EVENTS = ["context", "before_agent_start", "before_provider_request", "agent_end", "turn_end"]
-PARAMETERS = {"action", "query", "entryId", "sessionId", "since", "until", "scope", "kind", "offset", "around"}
+PARAMETERS = {"action", "query", "entryId", "sessionId", "since", "until", "scope", "kind", "offset", "around", "like"}
 
 
 def _pi_package() -> Path:
@@ -361,7 +361,15 @@ def test_a_search_continues_from_an_offset_and_shows_folds_and_where_the_next_pa
             "scope": "project",
             "root": "/p",
             "match": "all",
-            "results": [{**ENTRY, "excerpt": "redis timeout: 30", "score": 1.0, "folded": 17}],
+            "results": [
+                {
+                    **ENTRY,
+                    "excerpt": "redis timeout: 30",
+                    "score": 1.0,
+                    "folded": 17,
+                    "like": {"entries": 9, "sessions": 4},
+                }
+            ],
             "offset": 10,
             "next_offset": 20,
             "folded": 17,
@@ -371,7 +379,10 @@ def test_a_search_continues_from_an_offset_and_shows_folds_and_where_the_next_pa
     [out] = _exec(tmp_path, agent, project, [{"params": {"action": "search", "query": "redis", "offset": 10}}])
     assert out["ok"], out
     assert api.requests[0]["query"]["offset"] == ["10"]
-    assert "(and 17 more like it in this session)" in out["text"]
+    assert "(and 17 more like it in this session; 9 more like it in 4 other sessions: like a1b2c3d4)" in out["text"]
+    [listed] = _exec(tmp_path, agent, project, [{"params": {"action": "search", "query": "redis", "like": "a1b2c3d4"}}])
+    assert listed["ok"] and api.requests[-1]["query"]["like"] == ["a1b2c3d4"]
+    assert "like" not in api.requests[0]["query"]
     assert "More: the same search with offset 20." in out["text"]
     assert "offset 10." not in out["text"]
 

@@ -150,5 +150,8 @@ async def test_no_page_shows_raw_edits_json(ds, world):
     ).fetchone()
     read = await get(ds, "/-/pi-memory/read", id=entry[0], session_id=entry[1])
     assert "oldText" in read  # the read page shows the entry's text: the replacement, not the JSON
-    for text in [*pages, search, read]:
+    table = await get(ds, "/history/entries", tool="edit", kind="assistant")
+    assert "DONE: division" in table  # the entries table shows each entry's text beside its pointer
+    summaries = await get(ds, "/-/pi-memory/summaries", scope="global")
+    for text in [*pages, search, read, table, summaries]:
         assert not RAW_EDITS.search(text), RAW_EDITS.search(text)

@@ -45,6 +45,7 @@ const Parameters = Type.Object({
 	offset: Type.Optional(
 		Type.Integer({ minimum: 0, description: "Continue from a reply's next_offset (read: characters; search, summaries: hits)" }),
 	),
+	like: Type.Optional(Type.String({ description: "search: only entries of the same text as this entry id (a hit's more like it)" })),
 	around: Type.Optional(
 		Type.Integer({ minimum: 0, maximum: 20, description: "read: also the N entries before and after it (the question, the result)" }),
 	),
@@ -115,6 +116,7 @@ export function buildQuery(params: MemoryContextParams, cwd: string, journal: st
 	const kinds = params.kind === undefined ? [] : Array.isArray(params.kind) ? params.kind : params.kind.split(",");
 	for (const k of kinds) put("kind", k.trim());
 	put("offset", params.offset);
+	put("like", params.like?.trim());
 	if (params.action === "read") put("around", params.around);
 	else put("limit", SEARCH_LIMIT);
 	put("journal", journal);
@@ -208,7 +210,14 @@ export function formatHits(data: Json): string {
 			lines.push(`  ${hit.id} ${when} ${kindLabel(hit)}${exchange(hit)}`);
 			const excerpt = oneLine(hit.excerpt ?? hit.summary);
 			if (excerpt) lines.push(`    ${excerpt}`);
-			if (typeof hit.folded === "number" && hit.folded > 0) lines.push(`    (and ${hit.folded} more like it in this session)`);
+			const more: string[] = [];
+			if (typeof hit.folded === "number" && hit.folded > 0) more.push(`${hit.folded} more like it in this session`);
+			const like: Json = hit.like && typeof hit.like === "object" ? hit.like : {};
+			if (typeof like.entries === "number" && like.entries > 0) {
+				const n = typeof like.sessions === "number" ? like.sessions : 1;
+				more.push(`${like.entries} more like it in ${n} other session${n === 1 ? "" : "s"}: like ${hit.id}`);
+			}
+			if (more.length) lines.push(`    (and ${more.join("; ")})`);
 		}
 	}
 	if (data.phrases && data.phrases.note) lines.push(`note: ${data.phrases.note}`);
