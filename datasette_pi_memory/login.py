@@ -3,6 +3,8 @@
 A link carries a nonce and an expiry signed with `<agent folder>/pi-memory/secret`, the file the
 server reads too, so links minted after it started are valid. The server records each nonce it
 accepts in `<agent folder>/pi-memory/login-used` (0600, expired nonces pruned): a second use is refused.
+The login it gives lasts a day (or the `login_seconds` setting): an HttpOnly, SameSite cookie whose
+signed value carries the same expiry, so Datasette refuses it afterwards even if a browser kept it.
 """
 
 from __future__ import annotations
@@ -16,14 +18,16 @@ from pathlib import Path
 
 import itsdangerous
 from datasette import Forbidden, Response
+from datasette.utils import baseconv
 
-from datasette_pi_memory.state import state
+from datasette_pi_memory.state import Settings, state
 from datasette_pi_memory.tokens import index_secret
 
 NAMESPACE = "pi-memory-login"
 ROUTE = "/-/pi-memory/login"
 LANDING = "/-/pi-memory"
 TTL_SECONDS = 300
+COOKIE_SECONDS = Settings.login_seconds
 USED_FILE = "login-used"
 ANOTHER = "Get a new one by running: pimem login"
 
@@ -81,5 +85,8 @@ async def login_view(datasette, request):
     used_file = memory.locations.ensure_memory_dir() / USED_FILE
     actor = check(index_secret(datasette), request.args.get("token", ""), used_file)
     response = Response.redirect(datasette.urls.path(LANDING))
-    datasette.set_actor_cookie(response, actor)
+    seconds = memory.settings.login_seconds
+    expires = baseconv.base62.encode(int(time.time()) + seconds)  # what Datasette's set_actor_cookie signs
+    value = datasette.sign({"a": actor, "e": expires}, "actor")
+    response.set_cookie("ds_actor", value, max_age=seconds, httponly=True, samesite="lax")
     return response

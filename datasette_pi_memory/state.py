@@ -44,6 +44,7 @@ class Settings:
     max_scope: str
     background_index: bool
     serves_index: bool = False  # this instance serves the index file (not only some other database)
+    login_seconds: int = 24 * 3600  # how long root's login cookie lasts
 
 
 def _scope_setting(config: dict, key: str, default: str) -> str:
@@ -54,6 +55,22 @@ def _scope_setting(config: dict, key: str, default: str) -> str:
         return checked_setting(f"plugins.{PLUGIN}.{key}", config.get(key) or default)
     except UserError as e:
         raise StartupError(str(e)) from None
+
+
+MAX_LOGIN_SECONDS = 366 * 24 * 3600
+
+
+def _login_seconds(config: dict) -> int:
+    """How long a login lasts (plugins.datasette-pi-memory.login_seconds); a wrong one stops Datasette starting."""
+    from datasette.utils import StartupError
+
+    value = config.get("login_seconds", Settings.login_seconds)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_LOGIN_SECONDS:
+        raise StartupError(
+            f"plugins.{PLUGIN}.login_seconds must be a number of seconds from 1 to {MAX_LOGIN_SECONDS} "
+            f"(e.g. login_seconds: 86400 for a day), not {value!r}"
+        )
+    return value
 
 
 def settings_for(datasette) -> Settings:
@@ -90,6 +107,7 @@ def settings_for(datasette) -> Settings:
         # installing the plugin never starts an indexer under some other Datasette.
         background_index=bool(config.get("background_index", served)),
         serves_index=served,
+        login_seconds=_login_seconds(config),
     )
 
 
@@ -140,12 +158,14 @@ class PiMemory:
         """This thread's connection to the index (created, with its schema, on first use)."""
         conn = getattr(self._local, "conn", None)
         if conn is not None and self._local.generation != self._generation:
+            self._local.conn = None  # forgotten before the reopen, which may fail (not an index) and is retried
             self._drop(conn)  # opened on a deleted or replaced index file
             conn = None
         if conn is None:
+            generation = self._generation
             conn = store.open_index(self.locations.db_path)
             self._local.conn = conn
-            self._local.generation = self._generation
+            self._local.generation = generation
             with self._conn_lock:
                 self._connections.append(conn)
         return conn

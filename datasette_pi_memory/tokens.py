@@ -11,7 +11,8 @@ from __future__ import annotations
 import itsdangerous
 from datasette.tokens import SignedTokenHandler, TokenHandler
 
-from datasette_pi_memory.state import state
+from datasette_pi_memory.state import logger, state
+from pimem_index import UserError, refuse_planted
 
 PREFIX = "dstok_"
 SECRET_FILE = "secret"
@@ -22,9 +23,15 @@ def index_secret(datasette) -> str | None:
     memory = state(datasette)
     if not memory.settings.serves_index:
         return None
+    path = memory.locations.memory_dir / SECRET_FILE
     try:
-        return (memory.locations.memory_dir / SECRET_FILE).read_text().strip() or None
+        refuse_planted(path.parent, "folder")
+        refuse_planted(path, "secret")
+        return path.read_text().strip() or None
     except OSError:
+        return None
+    except UserError as e:  # a secret someone else could have planted signs nothing here
+        logger.warning("pi-memory: not using the secret: %s", e)
         return None
 
 

@@ -1,4 +1,5 @@
-"""Routes: the JSON API for the agent and the pages for people. Every one checks pi-memory-read."""
+"""Routes: the JSON API for the agent and the pages for people. Every one checks pi-memory-read (identity needs no
+token: it proves the server holds the secret and tells nothing else)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from urllib.parse import quote
 from datasette import Forbidden, NotFound, Response
 from markupsafe import Markup
 
-from datasette_pi_memory import api, html
+from datasette_pi_memory import api, html, identity
 from datasette_pi_memory.state import ACTION, state
 from pimem_index import (
     EXAMPLE_CWD,
@@ -366,6 +367,7 @@ def _entry_url(datasette, data: dict, entry_id: str) -> str:
 
 
 ROUTES = [
+    (rf"^{identity.ROUTE}$", identity.identity_view),  # no token: the server proves who it is first
     (rf"^/-/pi-memory/api/(?P<action>{'|'.join(api.ACTIONS)})$", api_view),
     (r"^/-/pi-memory/api(/.*)?$", api_not_found),
     (r"^/-/pi-memory/?$", index_page),

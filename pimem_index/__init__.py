@@ -24,6 +24,7 @@ from pimem_index.locations import (
     location_args,
     record_folders,
     refreshed,
+    refuse_planted,
     resolve,
     watch_command,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "query_terms",
     "record_folders",
     "refreshed",
+    "refuse_planted",
     "resolve",
     "store",
     "watch_command",

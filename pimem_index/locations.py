@@ -13,6 +13,7 @@ import contextlib
 import fcntl
 import json
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -31,6 +32,32 @@ def agent_dir() -> Path:
     if value:
         return Path(os.path.expanduser(value))
     return Path.home() / ".pi" / "agent"
+
+
+def refuse_planted(path: Path, what: str) -> None:
+    """A one-line error unless `path` is this user's and nobody else may write it (a file: nor is it a link).
+
+    pimem's folder and secret decide who may read every journal: one that another user made, or could
+    have written, may hold a secret of theirs.
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if what != "folder" and stat.S_ISLNK(st.st_mode):
+        raise UserError(f"{path} is a symbolic link; pimem keeps its {what} only in a file of its own: remove it")
+    if what == "folder" and stat.S_ISLNK(st.st_mode):
+        st = os.stat(path)
+    if st.st_uid != os.geteuid():
+        raise UserError(
+            f"{path} belongs to another user (uid {st.st_uid}), so pimem does not trust its {what}: remove it "
+            "or use an agent folder of your own (e.g. PI_CODING_AGENT_DIR=~/.pi/agent)"
+        )
+    if st.st_mode & 0o022:
+        raise UserError(
+            f"{path} is writable by others (mode {st.st_mode & 0o777:o}), so its {what} may have been planted: "
+            f"check it, remove what you did not make, then make it yours alone (e.g. chmod go-w {path})"
+        )
 
 
 @dataclass(frozen=True)
@@ -80,9 +107,21 @@ class Locations:
         return [Folder(path, source) for path, source in seen.items()]
 
     def ensure_memory_dir(self) -> Path:
-        """Create the pi-memory folder with mode 0700."""
+        """Create the pi-memory folder with mode 0700 (missing parents too); an existing one must be this
+        user's and never writable by others (refuse_planted), then it is made 0700."""
         path = self.memory_dir
-        path.mkdir(parents=True, exist_ok=True)
+        missing = []
+        folder = path
+        while not folder.exists() and folder != folder.parent:
+            missing.append(folder)
+            folder = folder.parent
+        for made in reversed(missing):
+            try:
+                os.mkdir(made, 0o700)
+                os.chmod(made, 0o700)  # the umask may have taken less
+            except FileExistsError:
+                pass  # made at the same moment by another process: checked below like any existing folder
+        refuse_planted(path, "folder")
         os.chmod(path, 0o700)
         return path
 

@@ -269,6 +269,13 @@ class SessionsReply(TypedDict):
     next_offset: Annotated[int | None, "where the next page starts, null on the last"]
 
 
+class IdentityReply(TypedDict):
+    server: Annotated[Literal["pi-memory"], "what answers: this project's server"]
+    proof: Annotated[
+        str, "HMAC-SHA256, hex, keyed by the token's signature, of `pi-memory identity:` and the challenge"
+    ]
+
+
 class ErrorReply(TypedDict):
     error: Annotated[str, "one line: what is wrong and an example of the right form"]
 

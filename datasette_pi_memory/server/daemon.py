@@ -1,10 +1,12 @@
 """The managed background server: `pimem serve --background`, `pimem serve status`, `pimem serve stop`.
 
 Every `pimem serve` records itself in `<agent folder>/pi-memory/server.json` (0600: pid, process
-group, host, port, URL, index, start time) unless a live server is recorded there already. A record
-is trusted only while its pid is alive and is a `pimem serve` process; any other record is stale
-and is removed when read. `--background` starts `pimem serve` in its own session with its output
-in `<agent folder>/pi-memory/server.log` (0600) and returns once the server answers.
+group, host, port, URL, index, start time, and the process's start time as the kernel tells it)
+unless a live server is recorded there already. A record is trusted only while its pid is alive,
+started exactly when the record says (a reused pid, a decoy command line or another agent folder's
+server did not); any other record is stale and is removed when read.
+`--background` starts `pimem serve` in its own session with its output in
+`<agent folder>/pi-memory/server.log` (0600) and returns once the server answers.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ START_TIMEOUT = 30.0
 STOP_TIMEOUT = 20.0
 POLL = 0.1
 LOG_TAIL_LINES = 8
+MAX_PID = 2**31  # pids are positive C ints: a record naming another is stale, never passed to kill()
 
 
 def state_path(locations: Locations) -> Path:
@@ -64,6 +67,7 @@ def record_server(locations: Locations, host: str, port: int) -> bool:
         "url": f"http://{url_host(host)}:{port}",
         "db": str(locations.db_path),
         "started": time.time(),
+        "process_start": process_start(os.getpid()),
     }
     tmp = folder / f".{STATE_FILE}.{os.getpid()}"
     _write_private(tmp, json.dumps(record) + "\n")
@@ -96,25 +100,34 @@ def forget_server(locations: Locations, pid: int) -> None:
 
 
 def running_server(locations: Locations) -> dict | None:
-    """The recorded server if its process is alive and is `pimem serve`; a stale record is removed."""
+    """The recorded server if its process is the one that wrote the record; a stale record (unreadable,
+    impossible pid, a dead process or another one under that pid) is removed."""
     path = state_path(locations)
     record = _read_record(path)
     if record is None:
         if path.exists():
             _remove_stale(path)
         return None
-    if not _is_pimem_serve(record["pid"]):
+    if not _is_recorded_process(record):
         _remove_stale(path)
         return None
     return record
 
 
 def _read_record(path: Path) -> dict | None:
+    """The record when every field it is trusted for has a possible value, else None."""
     try:
         record = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(record, dict) or not isinstance(record.get("pid"), int) or not isinstance(record.get("url"), str):
+    if not isinstance(record, dict):
+        return None
+    pid, port = record.get("pid"), record.get("port")
+    if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid < MAX_PID:
+        return None
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        return None
+    if not isinstance(record.get("url"), str) or not isinstance(record.get("process_start"), str):
         return None
     return record
 
@@ -124,38 +137,35 @@ def _remove_stale(path: Path) -> None:
         path.unlink()
 
 
-def _is_pimem_serve(pid: int) -> bool:
-    """Whether `pid` is a live (not zombie) process running `pimem serve` (a reused pid is not)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return False  # another user's process: never ours
-    words = _command_line(pid)
-    if words is None:
-        return False
-    return "serve" in words and any("pimem" in Path(word).name or word == "pimem_index" for word in words)
+def _is_recorded_process(record: dict) -> bool:
+    """Whether the record's pid is alive and started when the record says (never a reused pid)."""
+    started = process_start(record["pid"])
+    return started is not None and started == record["process_start"]
 
 
-def _command_line(pid: int) -> list[str] | None:
-    """The process's arguments, or None when it is gone or a zombie."""
+def process_start(pid: int) -> str | None:
+    """When the process started, as the kernel keeps it (boot id and clock ticks on Linux, `ps`'s
+    start time elsewhere); None when it is gone, a zombie, or not ours to see."""
+    if not 0 < pid < MAX_PID:
+        return None
     proc = Path(f"/proc/{pid}")
-    if proc.exists():
+    if Path("/proc/self/stat").exists():
         try:
             stat = (proc / "stat").read_text()
-            if stat[stat.rindex(")") + 2 :].startswith("Z"):
-                return None
-            return [w.decode(errors="replace") for w in (proc / "cmdline").read_bytes().split(b"\0") if w]
-        except (OSError, ValueError):
+            boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+            if proc.stat().st_uid != os.getuid():
+                return None  # another user's process: never ours
+        except OSError:
             return None
-    done = subprocess.run(["ps", "-o", "stat=,command=", "-p", str(pid)], capture_output=True, text=True)
-    fields = done.stdout.split()
-    if done.returncode != 0 or not fields or fields[0].startswith("Z"):
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if fields[0] == "Z":
+            return None
+        return f"{boot}:{fields[19]}"  # field 22 of stat: the start time in clock ticks after boot
+    done = subprocess.run(["ps", "-o", "stat=,lstart=", "-p", str(pid)], capture_output=True, text=True)
+    fields = done.stdout.split(maxsplit=1)
+    if done.returncode != 0 or len(fields) != 2 or fields[0].startswith("Z"):
         return None
-    return fields[1:]
+    return fields[1].strip()
 
 
 def url_host(host: str) -> str:
@@ -250,10 +260,10 @@ def stop(locations: Locations) -> dict | None:
     own_group = record.get("detached") is True and record.get("pgid") == pid  # --background: the group is its own
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
-    if not _wait(lambda: not _is_pimem_serve(pid), STOP_TIMEOUT):
+    if not _wait(lambda: not _is_recorded_process(record), STOP_TIMEOUT):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        _wait(lambda: not _is_pimem_serve(pid), STOP_TIMEOUT)
+        _wait(lambda: not _is_recorded_process(record), STOP_TIMEOUT)
     if own_group:
         _end_group(pid)
     _wait(lambda: _port_free(record.get("host", "127.0.0.1"), int(record["port"])), STOP_TIMEOUT)
@@ -276,7 +286,7 @@ def _group_alive(pgid: int) -> bool:
         os.killpg(pgid, 0)
     except (ProcessLookupError, PermissionError):
         return False
-    return any(_command_line(pid) is not None for pid in _group_members(pgid))
+    return any(process_start(pid) is not None for pid in _group_members(pgid))
 
 
 def _group_members(pgid: int) -> list[int]:

@@ -16,6 +16,7 @@ import urllib.parse
 from importlib import resources
 from pathlib import Path
 
+from datasette_pi_memory.server import files
 from pimem_index import UserError
 
 EXTENSION_SOURCE = "memory_context.ts"
@@ -102,11 +103,7 @@ def install(agent_dir: Path, url: str, token: str, start: list[str] | None = Non
         raise UserError("token is empty: get one with `pimem token`")
     agent_dir = Path(agent_dir)
     ext = extension_path(agent_dir)
-    ext.parent.mkdir(parents=True, exist_ok=True)
-    source = extension_source()
-    tmp = ext.with_name(f".{ext.name}.tmp")
-    tmp.write_text(source, encoding="utf-8")
-    os.replace(tmp, ext)
+    files.write_shared(ext, extension_source())  # code Pi runs: never writable by others
     _remove_subfolder_layout(agent_dir)  # two copies would register the tool twice
 
     cfg = config_path(agent_dir)

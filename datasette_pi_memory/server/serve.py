@@ -15,6 +15,7 @@ import json
 import os
 import secrets
 import socket
+import stat
 import tempfile
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from datasette_pi_memory.catalog import instance_metadata
 from datasette_pi_memory.server import hooks
 from datasette_pi_memory.server.daemon import is_detached, record_server, url_host
 from datasette_pi_memory.state import ACTION, AGENT_ID, PLUGIN
-from pimem_index import Locations, UserError, open_located
+from pimem_index import Locations, UserError, open_located, refuse_planted
 
 SECRET_FILE = "secret"
 
@@ -45,6 +46,7 @@ def ensure_secret(locations: Locations) -> str:
         except FileNotFoundError:
             value = None
         if value:
+            refuse_planted(path, "secret")  # another user's, or one others could write, would sign tokens
             if path.stat().st_mode & 0o077:
                 os.chmod(path, 0o600)
             return value
@@ -128,9 +130,12 @@ def serve(locations: Locations, host: str = "127.0.0.1", port: int = 8001, backg
     click.echo(f"Pi memory: {base}/-/pi-memory  (index {locations.db_path})")
     click.echo(f"Journals:  {', '.join(str(d) for d in locations.sessions_dirs)}")
     click.echo("API token for the Pi tool: pimem token  (send it as Authorization: Bearer ...)")
-    click.echo(f"Log in as root (the reviewer) with this link, valid once for {login.TTL_SECONDS // 60} minutes")
-    click.echo("(another at any time: pimem login):")
-    click.echo(login.mint(secret, base))
+    if _output_is_seen_not_kept():
+        click.echo(f"Log in as root (the reviewer) with this link, valid once for {login.TTL_SECONDS // 60} minutes")
+        click.echo("(another at any time: pimem login):")
+        click.echo(login.mint(secret, base))
+    else:  # a log file or journald would keep a valid link for whoever reads it later
+        click.echo("Log in as root (the reviewer): pimem login  (prints a one-time link)")
     args = [
         str(locations.db_path),
         "--host",
@@ -146,6 +151,16 @@ def serve(locations: Locations, host: str = "127.0.0.1", port: int = 8001, backg
     ]
     hooks.register()
     datasette_serve.main(args=args, prog_name="pimem serve", standalone_mode=False)
+
+
+def _output_is_seen_not_kept() -> bool:
+    """Whether standard output is a terminal or a pipe (read by someone now), not a file or a socket
+    (a log, journald) that keeps what is written."""
+    try:
+        mode = os.fstat(1).st_mode
+    except OSError:
+        return False
+    return os.isatty(1) or stat.S_ISFIFO(mode)
 
 
 def _check_port(host: str, port: int) -> None:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from datasette_pi_memory.server import files
 from datasette_pi_memory.server.daemon import url_host
 from datasette_pi_memory.server.pi_tool import pimem_command
 from pimem_index import Locations, UserError, location_args
@@ -28,9 +29,29 @@ def unit_path() -> Path:
     return Path(config) / "systemd" / "user" / UNIT
 
 
-def _quoted(word: str) -> str:
-    """One ExecStart word, quoted as systemd reads it (%, backslash and double quote escaped)."""
-    return '"' + word.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%") + '"'
+def _checked(value: str) -> str:
+    """A value that can go into a unit: no newline or other control character (it would end the line)."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise UserError(
+            f"{value!r} holds a newline or another control character, which a systemd unit cannot hold; "
+            "use a path without one (e.g. --db ~/.pi/agent/pi-memory/history.sqlite)"
+        )
+    return value
+
+
+def _specifiers_escaped(value: str) -> str:
+    """`%` is the start of a systemd specifier (%h, %u...) in every value: `%%` is a percent sign."""
+    return _checked(value).replace("%", "%%")
+
+
+def _quoted(value: str) -> str:
+    """A value in double quotes as systemd reads it: backslash and double quote escaped, specifiers escaped."""
+    return '"' + _specifiers_escaped(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _exec_word(word: str) -> str:
+    """One ExecStart word: quoted, and `$$` for a dollar sign (systemd expands $NAME and ${NAME} there)."""
+    return _quoted(word).replace("$", "$$")
 
 
 def unit_text(locations: Locations, host: str, port: int, background_index: bool) -> str:
@@ -42,11 +63,11 @@ def unit_text(locations: Locations, host: str, port: int, background_index: bool
         [
             "# Written by pimem serve --install; remove it with pimem serve --uninstall.",
             "[Unit]",
-            f"Description=Pi memory (pimem serve on {host}:{port})",
+            f"Description=Pi memory (pimem serve on {_specifiers_escaped(host)}:{port})",
             "",
             "[Service]",
-            "ExecStart=" + " ".join(_quoted(word) for word in command),
-            "Environment=" + _quoted(f"PI_CODING_AGENT_DIR={locations.agent}"),
+            "ExecStart=" + " ".join(_exec_word(word) for word in command),
+            "Environment=" + _quoted(f"PI_CODING_AGENT_DIR={locations.agent}"),  # no $ expansion here
             "Restart=on-failure",
             "RestartSec=5",
             "",
@@ -75,8 +96,7 @@ def install(locations: Locations, host: str, port: int, background_index: bool, 
     """Write the unit and enable it where systemctl is; the lines to print."""
     _check_linux()
     path = unit_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(unit_text(locations, host, port, background_index))
+    files.write_shared(path, unit_text(locations, host, port, background_index))  # systemd runs what it says
     said = [f"Wrote {path}"]
     if shutil.which("systemctl") is None:
         return [*said, f"systemctl is not available here; where systemd runs, start it at login with: {ENABLE}"]

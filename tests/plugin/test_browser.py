@@ -326,7 +326,9 @@ def test_a_session_reads_as_a_conversation_at_laptop_and_phone_widths(browser, s
     page.goto(url)
     assert page.locator(".pi-memory-call").count() == 3
     assert page.locator(".pi-memory-call.failed").count() == 1
-    assert page.locator(".op-del").first.inner_text().startswith("- TOKEN = 'ghp_[REDACTED]'")
+    assert (
+        page.locator(".pi-memory-entry .op-del").first.inner_text().startswith("- TOKEN = 'ghp_[REDACTED]'")
+    )  # not the summary's folded copy
     assert "a1B2c3D4" not in page.content()
     thinking = page.locator("details.pi-memory-thinking")
     assert not thinking.first.evaluate("d => d.open")

@@ -7,6 +7,7 @@ actors, custom SQL and paths outside the journal folders must never get.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sqlite3
@@ -20,7 +21,7 @@ from support.pijournal import Journal
 from support.plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette, pimem_serve_datasette, running
 
 from datasette_pi_memory.server.serve import ensure_secret
-from datasette_pi_memory.state import ACTION, AGENT_ID, PLUGIN
+from datasette_pi_memory.state import ACTION, AGENT_ID, PLUGIN, WORKER_THREADS
 from pimem_index.index.indexer import index_all
 
 CANARY = "CANARY-7f3e9b-outside-the-journal-folders"
@@ -754,6 +755,61 @@ async def test_an_index_deleted_under_the_server_is_created_again_empty(ds, worl
     assert await _ids(ds, world, "kestrel") == []
     tables = await ds.client.get("/history/entries.json?_shape=array", actor=ROOT)
     assert tables.status_code == 200 and tables.json() == []
+
+
+ROUTES_AFTER_A_REPLACEMENT = (
+    "/-/pi-memory/api/status",
+    "/-/pi-memory/api/search?q=heron&scope=global",
+    "/-/pi-memory/api/summaries?scope=global",
+    "/-/pi-memory/api/sessions?scope=global",
+    "/-/pi-memory/api/usage?scope=global",
+    "/-/pi-memory",
+    "/-/pi-memory/search?q=heron&scope=global",
+    "/-/pi-memory/summaries?scope=global",
+    "/-/pi-memory/sessions",
+    "/-/pi-memory/usage",
+    "/history/entries.json",
+)
+
+
+def _replace_with(path, kind: str) -> None:
+    """Atomically put a non-index file where the index is (a text file or another SQLite database),
+    without the index's -wal and -shm (SQLite would read the old pages from them)."""
+    staged = path.with_name("staged")
+    if kind == "text":
+        staged.write_text("not a database at all\n" * 100)
+    else:
+        other = sqlite3.connect(staged)
+        other.execute("CREATE TABLE notes (body TEXT)")
+        other.commit()
+        other.close()
+    os.replace(staged, path)
+    for suffix in ("-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(f"{path}{suffix}")
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("kind", ["text", "sqlite"])
+async def test_a_non_index_file_under_the_server_never_breaks_it_once_a_valid_index_is_back(ds, world, locations, kind):
+    from pimem_index import store
+
+    assert await _ids(ds, world, "heron")
+    _replace_with(locations.db_path, kind)
+    for _ in range(3 * WORKER_THREADS):  # every worker thread meets the foreign file, some twice
+        broken = await ds.client.get(api_path("search", world, scope="global"), actor=ROOT)
+        assert broken.status_code != 200 and "heron" not in broken.text, broken.text[:500]
+    store.delete_index_files(locations.db_path)
+    fresh = store.open_index(locations.db_path)
+    try:
+        index_all(fresh, locations)  # one indexing pass of a valid index
+    finally:
+        fresh.close()
+    for _ in range(2):  # each route on more than one worker thread
+        for path in ROUTES_AFTER_A_REPLACEMENT:
+            res = await ds.client.get(path, actor=ROOT)
+            assert res.status_code == 200, (path, res.text[:300])
+    assert await _ids(ds, world, "heron") and await _ids(ds, world, "kestrel") == [world["other"]]
 
 
 @pytest.mark.asyncio

@@ -357,3 +357,108 @@ def test_serve_install_and_uninstall_together_is_a_one_line_error(without_system
     done = run(without_systemctl, "serve", "--install", "--uninstall")
     assert done.returncode == 1 and done.stderr.startswith("Error: --install and --uninstall exclude each other")
     assert not (tmp_path / "config").exists()
+
+
+# ---- which server is ours: never a command-line pattern (issue 25 items 3 and 7) ----------------
+
+
+def write_record(agent_dir: Path, **fields) -> None:
+    (agent_dir / "pi-memory").mkdir(mode=0o700, exist_ok=True)
+    base = {"pgid": fields.get("pid"), "detached": True, "host": "127.0.0.1", "port": 1, "url": "http://127.0.0.1:1"}
+    (agent_dir / "pi-memory" / STATE).write_text(json.dumps({**base, **fields}))
+
+
+def test_a_record_naming_a_process_that_only_looks_like_pimem_serve_is_stale_and_it_is_left_alone(
+    env, agent_dir, background
+):
+    decoy = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(120)", "/home/u/src/pimem", "serve"], start_new_session=True
+    )
+    try:
+        write_record(agent_dir, pid=decoy.pid, started=time.time())
+        status = run(env, "serve", "status")
+        assert status.returncode == 1 and "not running" in status.stdout
+        assert record(agent_dir) is None
+        write_record(agent_dir, pid=decoy.pid, started=time.time())
+        stop = run(env, "serve", "stop")
+        assert stop.returncode == 0 and "not running" in stop.stdout
+        assert decoy.poll() is None  # never signalled, nor its group
+        write_record(agent_dir, pid=decoy.pid, started=time.time())
+        done, port = background()
+        assert done.returncode == 0 and "already" not in done.stdout, done.stderr
+        assert record(agent_dir)["port"] == port and record(agent_dir)["pid"] != decoy.pid
+        assert decoy.poll() is None
+    finally:
+        decoy.kill()
+        decoy.wait(timeout=10)
+
+
+def test_a_stale_record_whose_pid_is_now_another_agent_folders_server_leaves_that_server_alone(
+    env, agent_dir, background, tmp_path
+):
+    other_agent = tmp_path / "other-agent"
+    (other_agent / "sessions").mkdir(parents=True)
+    other_env = {**env, "PI_CODING_AGENT_DIR": str(other_agent)}
+    port = free_port()
+    try:
+        started = run(other_env, "serve", "--background", "--port", str(port))
+        assert started.returncode == 0, started.stderr
+        theirs = record(other_agent)
+        ours_then = {**theirs, "db": str(agent_dir / "pi-memory" / "history.sqlite"), "process_start": "0"}
+        for forged in (ours_then, {**ours_then, "process_start": None}):  # an old record of ours naming that pid
+            write_record(agent_dir, **forged)
+            status = run(env, "serve", "status", "--json")
+            assert status.returncode == 1 and json.loads(status.stdout)["running"] is False
+            assert record(agent_dir) is None
+            write_record(agent_dir, **forged)
+            stop = run(env, "serve", "stop")
+            assert stop.returncode == 0 and "not running" in stop.stdout
+            assert alive(theirs["pid"]) and get(f"http://127.0.0.1:{port}/-/pi-memory/api/status")[0] == 401
+        done, mine = background()
+        assert done.returncode == 0 and "already" not in done.stdout, done.stderr
+        assert record(agent_dir)["port"] == mine and alive(theirs["pid"])
+        ours = run(env, "serve", "status", "--json")
+        assert ours.returncode == 0 and json.loads(ours.stdout)["pid"] == record(agent_dir)["pid"]
+    finally:
+        run(other_env, "serve", "stop")
+
+
+@pytest.mark.parametrize("pid", [2147483648, 2**70, -1, -(2**63), 0, True, 1.5])
+def test_a_record_with_an_impossible_pid_is_stale_and_removed_never_a_traceback(env, agent_dir, pid):
+    for args in (("serve", "status"), ("serve", "stop"), ("login",)):
+        write_record(agent_dir, pid=pid, started=time.time())
+        done = run(env, *args)
+        assert "Traceback" not in done.stderr and "Error" not in done.stdout, (args, done.stderr)
+        assert done.returncode == (0 if args == ("serve", "stop") else 1), (args, done.stderr)
+        assert "not running" in done.stdout + done.stderr
+        assert record(agent_dir) is None, args
+
+
+def test_a_background_start_over_a_record_with_an_overflowing_pid_replaces_it(env, agent_dir, background):
+    write_record(agent_dir, pid=2147483648, started=time.time())
+    done, port = background()
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "already" not in done.stdout and record(agent_dir)["port"] == port
+
+
+def test_no_unused_login_link_is_ever_written_to_the_server_log(background, env, agent_dir, tmp_path):
+    done, port = background()
+    assert done.returncode == 0, done.stderr
+    log = (agent_dir / "pi-memory" / "server.log").read_text()
+    assert "Uvicorn running" in log and "pimem login" in log
+    assert "login?token=" not in log and "login?token=" not in done.stdout
+    link = run(env, "login").stdout.strip()  # a link is minted when asked for, on the terminal
+    jar, opener = opener_with_jar()
+    assert visit(opener, link)[0] == 302 and [c.name for c in jar] == ["ds_actor"]
+    run(env, "serve", "stop")
+    into_file = tmp_path / "foreground.out"  # a foreground server whose output goes to a file
+    with into_file.open("w") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "pimem_index", "serve", "--port", str(port)], env=env, stdout=out, stderr=out
+        )
+    try:
+        assert wait_for(lambda: "Uvicorn running" in into_file.read_text(), 60), into_file.read_text()
+        assert "login?token=" not in into_file.read_text() and "pimem login" in into_file.read_text()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -261,3 +261,51 @@ def test_serve_on_a_folder_as_index_asks_for_the_index_file_as_every_command_doe
         f"Error: {folder} is a folder; --db takes the index file (e.g. --db {folder / 'history.sqlite'})\n"
     )
     assert "Uvicorn running" not in result.stdout and list(folder.iterdir()) == []
+
+
+def _put_in_place_of(path: Path, kind: str) -> None:
+    """Atomically a text file or another SQLite database where the index is, without its -wal and -shm."""
+    staged = path.with_name("staged")
+    if kind == "text":
+        staged.write_text("not a database\n" * 100)
+    else:
+        import sqlite3
+
+        other = sqlite3.connect(staged)
+        other.execute("CREATE TABLE notes (body TEXT)")
+        other.commit()
+        other.close()
+    os.replace(staged, path)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("kind", ["text", "sqlite"])
+def test_a_live_server_answers_every_route_again_once_a_replaced_index_is_deleted(env, agent_dir, home, servers, kind):
+    cwd = urllib.parse.quote(str(home / "Apps/prjct"))
+    journal = Journal(agent_dir / "sessions", str(home / "Apps/prjct"))
+    heron = journal.user("the heron pipeline is flaky")
+    token = pimem(env, "token").strip().splitlines()[-1]
+    server = Server(env)
+    servers.append(server)
+    opener = login(server.wait_ready())
+    wait_indexed(server, token)
+    db_path = agent_dir / "pi-memory" / "history.sqlite"
+    _put_in_place_of(db_path, kind)
+    for _ in range(12):  # more requests than worker threads: each meets the foreign file
+        status, body = get(f"{server.url}/-/pi-memory/api/search?q=heron&cwd={cwd}", token)
+        assert status != 200 and "flaky" not in body
+    db_path.unlink()
+    wait_indexed(server, token)  # one indexing pass of a valid index
+    api = [f"/-/pi-memory/api/{a}?cwd={cwd}" for a in ("status", "summaries", "sessions", "usage")]
+    for _ in range(3):  # each route on more than one worker thread
+        for path in api:
+            status, body = get(server.url + path, token)
+            assert status == 200, (path, body[:300])
+        for path in ("/-/pi-memory", "/-/pi-memory/sessions", "/-/pi-memory/usage", "/history/entries.json"):
+            status, body = get(server.url + path, opener=opener)
+            assert status == 200, (path, body[:300])
+        status, body = get(f"{server.url}/-/pi-memory/api/search?q=heron&cwd={cwd}", token)
+        assert status == 200 and [h["id"] for h in json.loads(body)["results"]] == [heron]
+        status, body = get(f"{server.url}/-/pi-memory/api/search?q=kestrel&cwd={cwd}", token)
+        assert status == 200 and json.loads(body)["results"] == []

@@ -6,7 +6,13 @@
  * It reads <agent folder>/pi-memory/pi-tool.json ({"url", "token", "pimem", "serve_args"}) on
  * every call, so re-running `pimem pi install` takes effect without restarting Pi. When the
  * server cannot be reached, the call starts it (`pimem serve --background`, with the pimem that
- * `pimem pi install` recorded), waits for it (bounded) and tries once more.
+ * `pimem pi install` recorded; only for a loopback URL), waits for it (bounded) and tries once more.
+ *
+ * The token is sent only to a server that first proves it holds the pi-memory secret: the tool
+ * sends a fresh challenge and the token's payload (never its signature) to /-/pi-memory/api/identity
+ * and checks the answer against HMAC-SHA256(signature, challenge). Anything else on the port gets
+ * no token, no query and no journal, and nothing it says reaches the model. The settings file is
+ * read only when it is a regular file of this user that nobody else may write.
  *
  * Deliberately registers no event handler: nothing is injected into prompts or
  * context; the model sees history only when it calls the tool.
@@ -15,9 +21,10 @@ import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-age
 import { StringEnum } from "@mariozechner/pi-ai";
 import { Type, type Static } from "typebox";
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { closeSync, constants, fstatSync, openSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
-import { join } from "node:path";
+import { basename, isAbsolute, join } from "node:path";
 
 export const TOOL_NAME = "memory_context";
 
@@ -75,14 +82,37 @@ export function configPath(): string {
 	return join(agentDir(), "pi-memory", "pi-tool.json");
 }
 
-function loadConfig(): ToolConfig {
-	const path = configPath();
-	let raw: string;
+/** The settings file's text, read only when it is a regular file (not a link) of this user that nobody else may write. */
+function readSettings(path: string): string {
+	let fd: number;
 	try {
-		raw = readFileSync(path, "utf8");
-	} catch {
+		fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+	} catch (err) {
+		if ((err as { code?: string }).code === "ELOOP") {
+			throw new Error(`memory_context refuses ${path}: it is a symbolic link, and the tool reads only its own file. Fix: remove it and run: pimem pi install`);
+		}
 		throw new Error(`memory_context is not set up: ${path} is missing. Fix: run: pimem pi install`);
 	}
+	try {
+		const st = fstatSync(fd);
+		if (!st.isFile()) throw new Error(`memory_context refuses ${path}: it is not a regular file. Fix: remove it and run: pimem pi install`);
+		if (typeof process.getuid === "function" && st.uid !== process.getuid()) {
+			throw new Error(`memory_context refuses ${path}: it belongs to another user (uid ${st.uid}). Fix: remove it and run: pimem pi install`);
+		}
+		if (st.mode & 0o022) {
+			throw new Error(
+				`memory_context refuses ${path}: others may write it (mode ${(st.mode & 0o777).toString(8)}), so it could point the tool anywhere. Fix: run: pimem pi install (it writes it 0600)`,
+			);
+		}
+		return readFileSync(fd, "utf8");
+	} finally {
+		closeSync(fd);
+	}
+}
+
+function loadConfig(): ToolConfig {
+	const path = configPath();
+	const raw = readSettings(path);
 	let parsed: unknown;
 	try {
 		parsed = JSON.parse(raw);
@@ -281,12 +311,13 @@ function describeCause(err: unknown): string {
 /** The server could not be reached at all (refused, no route): starting it may help. */
 class Unreachable extends Error {}
 
-async function request(cfg: ToolConfig, url: string, signal: AbortSignal | undefined): Promise<Response> {
+async function request(cfg: ToolConfig, url: string, signal: AbortSignal | undefined, withToken = true): Promise<Response> {
 	const timeout = AbortSignal.timeout(TIMEOUT_MS);
 	const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
 	try {
 		return await fetch(url, {
-			headers: { Authorization: `Bearer ${cfg.token}`, Accept: "application/json" },
+			headers: { ...(withToken ? { Authorization: `Bearer ${cfg.token}` } : {}), Accept: "application/json" },
+			redirect: "error", // the token never follows a redirect elsewhere
 			signal: combined,
 		});
 	} catch (err) {
@@ -298,12 +329,49 @@ async function request(cfg: ToolConfig, url: string, signal: AbortSignal | undef
 	}
 }
 
+const SERVE_OPTIONS = new Set(["--host", "--port", "--db", "--sessions-dir"]);
+
+/** The port of an http URL on this machine's loopback, undefined for any other URL. */
+export function loopbackPort(url: string): string | undefined {
+	let parsed: URL;
+	try {
+		parsed = new URL(url);
+	} catch {
+		return undefined;
+	}
+	if (parsed.protocol !== "http:" || !["127.0.0.1", "[::1]", "localhost"].includes(parsed.hostname)) return undefined;
+	return parsed.port || "80";
+}
+
+/** Why the recorded start command is not this project's `pimem serve --background` for the URL's port; undefined if it is. */
+export function startRefusal(url: string, pimem: string | undefined, serveArgs: string[] | undefined): string | undefined {
+	const port = loopbackPort(url);
+	if (port === undefined) return `the tool starts a server only for a loopback http URL, not ${url}`;
+	if (!pimem || !serveArgs) return "pi-tool.json records no pimem to start it with";
+	if (!isAbsolute(pimem)) return `pi-tool.json's pimem must be an absolute path, not ${JSON.stringify(pimem)}`;
+	let args = serveArgs;
+	const name = basename(pimem);
+	if (/^python[0-9.]*$/.test(name) && args[0] === "-m" && args[1] === "pimem_index") args = args.slice(2);
+	else if (name !== "pimem") return `pi-tool.json's pimem is ${JSON.stringify(pimem)}, not a pimem (nor python -m pimem_index)`;
+	if (args[0] !== "serve" || args[1] !== "--background") return "pi-tool.json's serve_args must start with serve --background";
+	let started: string | undefined;
+	for (let i = 2; i < args.length; i += 1) {
+		if (args[i] === "--no-index") continue;
+		if (!SERVE_OPTIONS.has(args[i]) || i + 1 >= args.length) return `pi-tool.json's serve_args has ${JSON.stringify(args[i])}, which pimem serve --background is not started with`;
+		if (args[i] === "--port") started = args[i + 1];
+		i += 1;
+	}
+	if (started !== port) return `pi-tool.json's serve_args start a server on port ${started ?? "8001"}, not on ${port} where the tool looks`;
+	return undefined;
+}
+
 /** Run the recorded `pimem serve --background ...` (bounded); undefined on success, else what went wrong. */
 function startServer(cfg: ToolConfig): Promise<string | undefined> {
-	const pimem = cfg.pimem;
-	if (!pimem || !cfg.serveArgs) return Promise.resolve("pi-tool.json records no pimem to start it with");
+	const refusal = startRefusal(cfg.url, cfg.pimem, cfg.serveArgs);
+	if (refusal !== undefined) return Promise.resolve(`not started: ${refusal}; run: pimem pi install`);
+	const pimem = cfg.pimem as string;
 	return new Promise((resolve) => {
-		execFile(pimem, cfg.serveArgs ?? [], { timeout: START_TIMEOUT_MS, env: process.env }, (err, _stdout, stderr) => {
+		execFile(pimem, cfg.serveArgs ?? [], { timeout: START_TIMEOUT_MS, env: process.env, shell: false }, (err, _stdout, stderr) => {
 			if (!err) return resolve(undefined);
 			const last = String(stderr ?? "").trim().split("\n").pop();
 			resolve(last || err.message);
@@ -311,14 +379,49 @@ function startServer(cfg: ToolConfig): Promise<string | undefined> {
 	});
 }
 
-/** Fetch, and when the server is unreachable start it and fetch once more; only then answer with the fix. */
+/** A squatter's answer: the tool says so and passes on nothing it said. */
+function notOurServer(cfg: ToolConfig, why: string): Error {
+	return new Error(
+		`memory_context: something listens at ${cfg.url} but is not this project's pi-memory server (${why}), so the token, the query and the journal were not sent to it. Fix: stop what holds that port, or restart the server (run: pimem serve stop, then pimem serve --background), or use another port (run: pimem pi install --url http://127.0.0.1:PORT)`,
+	);
+}
+
+/** Make sure the server at cfg.url holds the pi-memory secret before the token goes there (see the header). */
+async function verifyServer(cfg: ToolConfig, signal: AbortSignal | undefined): Promise<void> {
+	const token = cfg.token.startsWith("dstok_") ? cfg.token.slice("dstok_".length) : "";
+	const dot = token.lastIndexOf(".");
+	if (dot <= 0 || dot === token.length - 1) {
+		throw new Error(`memory_context: the token in ${configPath()} is not a pimem token. Fix: run: pimem pi install`);
+	}
+	const payload = token.slice(0, dot);
+	const challenge = randomBytes(32).toString("hex");
+	const query = new URLSearchParams({ challenge, token_payload: payload });
+	const res = await request(cfg, `${cfg.url}/-/pi-memory/api/identity?${query.toString()}`, signal, false);
+	let data: unknown;
+	try {
+		data = await res.json();
+	} catch {
+		data = undefined;
+	}
+	const proof = data && typeof data === "object" ? (data as Json).proof : undefined;
+	if (!res.ok || typeof proof !== "string") throw notOurServer(cfg, `its identity answer was HTTP ${res.status} without a proof`);
+	const expected = createHmac("sha256", token.slice(dot + 1)).update(`pi-memory identity:${challenge}`).digest();
+	const given = Buffer.from(proof, "hex");
+	if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+		throw notOurServer(cfg, "it could not prove it holds the pi-memory secret");
+	}
+}
+
+/** Verify the server and fetch; when it is unreachable start it and do both once more; only then answer with the fix. */
 async function reach(cfg: ToolConfig, url: string, signal: AbortSignal | undefined): Promise<Response> {
 	try {
+		await verifyServer(cfg, signal);
 		return await request(cfg, url, signal);
 	} catch (err) {
 		if (!(err instanceof Unreachable)) throw err;
 		const problem = await startServer(cfg);
 		try {
+			await verifyServer(cfg, signal);
 			return await request(cfg, url, signal);
 		} catch (again) {
 			if (!(again instanceof Unreachable)) throw again;
