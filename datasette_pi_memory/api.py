@@ -47,7 +47,8 @@ def call(conn, locations: Locations, action: str, args: dict, max_scope: str) ->
     if action == "usage":
         return activity.usage(conn, UsageRequest.from_args(conn, args, max_scope=max_scope, journal_path=journal))
     if action == "sessions":
-        return activity.sessions(conn, SessionsRequest.from_args(conn, args, max_scope=max_scope, journal_path=journal))
+        listing = SessionsRequest.from_args(conn, args, max_scope=max_scope, journal_path=journal)
+        return activity.sessions(conn, listing, locations)
     request = SearchRequest.from_args(
         conn, args, max_scope=max_scope, journal_path=journal, summaries=action == "summaries"
     )

@@ -15,7 +15,17 @@ from urllib.parse import urlencode
 from datasette_pi_memory import html
 from datasette_pi_memory.state import state
 from datasette_pi_memory.views import ensure_pages_allowed, render
-from pimem_index import SessionsRequest, UsageRequest, UserError, activity, allowed, browse, figures_scope, query_args
+from pimem_index import (
+    SessionsRequest,
+    UsageRequest,
+    UserError,
+    activity,
+    allowed,
+    browse,
+    figures_scope,
+    query_args,
+    session_ids,
+)
 
 SESSIONS_PAGE = 50
 SORTS = (("date", "Latest activity"), ("cost", "Cost"), ("tokens", "Tokens"), ("size", "Entries"))
@@ -36,18 +46,27 @@ def _scoped(conn, args: dict, max_scope: str) -> tuple[dict, list[dict]]:
 
 def _sessions_data(conn, locations, args: dict, max_scope: str) -> dict:
     args, projects = _scoped(conn, args, max_scope)
-    data: dict[str, Any] = {"projects": projects, "params": args, "models": [], "reply": None, "error": None}
+    data: dict[str, Any] = {
+        "projects": projects,
+        "params": args,
+        "models": [],
+        "reply": None,
+        "error": None,
+        "shorts": {},
+    }
     try:
         request = SessionsRequest.from_args(
             conn, {**args, "limit": args["limit"] or SESSIONS_PAGE}, max_scope=max_scope
         )
-        data["reply"] = activity.sessions(conn, request)
+        data["reply"] = activity.sessions(conn, request, locations)
         data["models"] = _models(conn, args, max_scope)
     except UserError as e:
         data["error"] = str(e)
         return data
     data["params"] = {**args, "sort": request.sort, "offset": request.offset, "limit": request.limit}
-    browse.titled(conn, locations, data["reply"]["sessions"])
+    related = [s["parent_session_id"] for s in data["reply"]["sessions"]]
+    related += [fork for s in data["reply"]["sessions"] for fork in s["forks"]]
+    data["shorts"] = session_ids.short_ids(conn, related)  # parents and forks, named by their short ids
     return data
 
 

@@ -29,11 +29,13 @@ from pimem_index import (
     figures_scope,
     index_status,
     journal,
+    lineage,
     noun,
     offered,
     page_default_scope,
     query,
     query_args,
+    session_ids,
     wider,
 )
 
@@ -352,11 +354,29 @@ async def session_page(datasette, request):
         context = {"params": query_args(request.args), "reply": None, "error": str(e)}
         return await render(datasette, request, "pi_memory_read.html", context, status=400)
     if data is None:
-        raise NotFound(f"No indexed session {session_id}")
+        return await _session_named(datasette, request, session_id)
     if params["entry"]:
         return Response.redirect(_entry_url(datasette, data, params["entry"]))
-    context = {"session": data, "figures": figures, "conversation": body}
+    forks = await memory.run(lineage.lineage, memory.locations, session_id, memory.max_scope_for(request.actor))
+    context = {"session": data, "figures": figures, "conversation": body, "forks": forks}
     return await render(datasette, request, "pi_memory_session.html", context)
+
+
+async def _session_named(datasette, request, name: str) -> Response:
+    """A session page asked for by a short id or a unique prefix: a redirect (302) to its full id, with the
+    query string kept; a name fitting several sessions is a one-line 400 listing them, an unknown one a 404."""
+    memory = state(datasette)
+    try:
+        full = await memory.run(session_ids.resolve, name)
+    except session_ids.AmbiguousSession as e:
+        context = {"params": query_args(request.args), "reply": None, "error": str(e)}
+        return await render(datasette, request, "pi_memory_read.html", context, status=400)
+    except UserError:
+        raise NotFound(f"No indexed session {name}") from None
+    if full == name:  # indexed a moment ago, or gone meanwhile: not a name to resolve
+        raise NotFound(f"No indexed session {name}")
+    path = datasette.urls.path(f"/-/pi-memory/sessions/{quote(full, safe='')}")
+    return Response.redirect(path + (f"?{request.query_string}" if request.query_string else ""))
 
 
 def _entry_url(datasette, data: dict, entry_id: str) -> str:

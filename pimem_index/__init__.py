@@ -30,7 +30,7 @@ from pimem_index.locations import (
 )
 from pimem_index.manage.folders import listing as folder_listing
 from pimem_index.manage.status import status as index_status
-from pimem_index.search import query, wordforms
+from pimem_index.search import query, session_ids, wordforms
 from pimem_index.search.request import (
     ReadRequest,
     SearchRequest,
@@ -49,7 +49,7 @@ from pimem_index.search.scope import (
     page_default_scope,
     wider,
 )
-from pimem_index.session import activity, browse, conversation
+from pimem_index.session import activity, browse, conversation, lineage
 from pimem_index.store import open_located
 
 __all__ = [
@@ -76,6 +76,7 @@ __all__ = [
     "index_status",
     "indexer",
     "journal",
+    "lineage",
     "local_time",
     "location_args",
     "noun",
@@ -89,6 +90,7 @@ __all__ = [
     "refreshed",
     "refuse_planted",
     "resolve",
+    "session_ids",
     "store",
     "watch_command",
     "wider",

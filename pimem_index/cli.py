@@ -723,14 +723,21 @@ def _mark(text: str, terms: list[str]) -> str:
 @cli.command()
 @click.argument("entry_id")
 @common
-@click.option("--session", "session_id", metavar="ID", help="Prefer this session's entry")
+@click.option(
+    "--session", "session_id", metavar="ID", help="Read this session's entry, from any folder (its id or short id)"
+)
 @click.option(
     "--cwd",
     type=click.Path(file_okay=False),
     default=None,
     help="Folder whose project to read in [default: the current folder]",
 )
-@click.option("--scope", type=str, default="project", show_default=True, help="session, project or global")
+@click.option(
+    "--scope",
+    type=str,
+    default=None,
+    help="session, project or global [default: project; session when --session is given]",
+)
 @click.option("--offset", default="0", metavar="N", help="Character offset of the page (16,000 a page)")
 @click.option("--around", default=None, metavar="N", help="Also the N entries before and after it on its branch (0-20)")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (the same shape as the HTTP API)")
@@ -856,15 +863,33 @@ def _usage_cells(key, figures: dict) -> tuple[str, ...]:
     )
 
 
-def _echo_table(header: Sequence[str], rows: Sequence[Sequence[str]], ruled: bool = False) -> None:
-    """Columns padded to their widest cell, the first left-aligned, numbers right; with `ruled`, a
-    rule above the last row (a total)."""
+TITLE_MIN = 12  # a title column keeps at least this many characters, however narrow the terminal
+
+
+def _fit_column(header: Sequence[str], rows: Sequence[Sequence[str]], column: int) -> list[tuple[str, ...]]:
+    """The rows with one column's cells cut (ending in …) so the table fits the terminal's width."""
+    import shutil
+
+    width = shutil.get_terminal_size().columns
+    others = sum(max(len(r[i]) for r in (header, *rows)) + 2 for i in range(len(header)) if i != column)
+    room = max(TITLE_MIN, width - others, len(header[column]))
+    return [
+        tuple(c if i != column or len(c) <= room else c[: room - 1].rstrip() + "…" for i, c in enumerate(row))
+        for row in rows
+    ]
+
+
+def _echo_table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], ruled: bool = False, text: Sequence[int] = (0,)
+) -> None:
+    """Columns padded to their widest cell, the `text` columns (the first, by default) left-aligned, numbers
+    right; with `ruled`, a rule above the last row (a total)."""
     widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
 
     def line(cells) -> str:
         return "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        )
+            c.ljust(w) if i in text else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
 
     click.secho(line(header), bold=True)
     for i, row in enumerate(rows):
@@ -899,15 +924,16 @@ def sessions(locations: Locations, as_json, no_index, **options):
     conn = store.open_located(locations, create=not no_index)
     if not no_index:
         _catch_up(conn, locations, as_json)
-    data = activity.sessions(conn, SessionsRequest.from_options(**options))
+    data = activity.sessions(conn, SessionsRequest.from_options(**options), locations)
     if as_json:
         emit_json(data)
         return
-    header = ("last activity", "session", "project", "time", "tokens", "cost $", "models", "tools", "errors")
+    header = ("last activity", "session", "title", "project", "time", "tokens", "cost $", "models", "tools", "errors")
     rows = [
         (
             _local_time(s["last_activity"]),
-            s["session_id"][:8],
+            s["short_id"],
+            ("↳ " if s["parent_session_id"] else "") + (s["title"] or ""),
             s["cwd"] or "",
             duration(s["duration_s"]),
             f"{s['input_tokens'] + s['output_tokens']:,}",
@@ -921,6 +947,7 @@ def sessions(locations: Locations, as_json, no_index, **options):
     if not rows:
         click.echo("No sessions.")
         return
-    _echo_table(header, rows)
+    text = [header.index(name) for name in ("last activity", "session", "title", "project", "models")]
+    _echo_table(header, _fit_column(header, rows, header.index("title")), text=text)
     if data["next_offset"] is not None:
         click.secho(f"[more: --offset {data['next_offset']}]", fg="yellow")

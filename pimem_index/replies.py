@@ -255,10 +255,12 @@ class SessionRow(TypedDict):
     models: Annotated[list[str], "the models that answered, most used first"]
     tool_calls: Annotated[int, "tool calls"]
     errors: Annotated[int, "failed tool results and non-zero exits"]
-    short_id: NotRequired[Annotated[str, "the shortest id unique among the sessions shown"]]
-    title: NotRequired[Annotated[str | None, "the session name, else its first user message, redacted and cut"]]
-    parent_session_id: NotRequired[Annotated[str | None, "the session it was forked or cloned from"]]
-    forks: NotRequired[Annotated[list[str], "the sessions forked or cloned from it"]]
+    short_id: Annotated[str, "a short form of the id (its random end for Pi's UUIDv7 ids), unique in the index"]
+    title: Annotated[str | None, "the session name, else its first user message, redacted and cut"]
+    parent_session_id: Annotated[
+        str | None, "the session it was forked or cloned from (null when not indexed or not visible to the caller)"
+    ]
+    forks: Annotated[list[str], "the sessions forked or cloned from it that the caller may see, oldest first"]
 
 
 class SessionsReply(TypedDict):

@@ -115,6 +115,9 @@ SELECT
     files.entry_count AS entries,
     files.size AS bytes,
     files.parent_session,
+    -- the session it was forked or cloned from: Pi records the parent journal's path (older journals its id)
+    (SELECT p.session_id FROM files p WHERE (p.path = files.parent_session OR p.session_id = files.parent_session)
+        AND p.session_id <> files.session_id LIMIT 1) AS parent_session_id,
     files.path AS journal,
     COALESCE(u.input_tokens, 0) AS input_tokens,
     COALESCE(u.output_tokens, 0) AS output_tokens,

@@ -22,6 +22,7 @@ from pimem_index.search import exchange, forks, results, session_info, wordforms
 from pimem_index.search.request import ReadRequest, SearchRequest, query_terms
 from pimem_index.search.reread import (
     ENTRY_COLUMNS,
+    EXCERPT_CHARS,
     EntryRow,
     entry_json,
     excerpt,
@@ -172,7 +173,9 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
             [*params, limit + 1, request.offset],
         )
         reply["match"] = "recent"
-        reply["results"] = [{**_hit(conn, locations, r, None, []), "folded": 0} for r in rows[:limit]]
+        reply["results"] = [
+            {**_hit(conn, locations, r, None, [], request.excerpt_chars), "folded": 0} for r in rows[:limit]
+        ]
         reply["folded"] = 0  # the newest entries, each shown
         more = len(rows) > limit
     else:
@@ -242,7 +245,9 @@ def _page_of_ranked(conn, locations: Locations, request: SearchRequest, sc: Scop
     reply["results"] = []
     for hit in found.hits:
         text = hit.text if hit.read else text_of(hit.row)
-        hit_json = _hit_json(locations, hit.row, hit.score, terms, text, labels.get(hit.row.rowid, ()))
+        hit_json = _hit_json(
+            locations, hit.row, hit.score, terms, text, labels.get(hit.row.rowid, ()), request.excerpt_chars
+        )
         hit_json.update(exchange.call_keys(conn, locations, hit.row))
         if hit.like:
             hit_json["like"] = {"entries": hit.like, "sessions": len(hit.like_sessions)}
@@ -485,9 +490,12 @@ def _epoch(ts: str) -> float:
         return 0.0
 
 
-def _hit(conn, locations: Locations, row: EntryRow, score: float | None, terms: list[str]) -> dict:
+def _hit(
+    conn, locations: Locations, row: EntryRow, score: float | None, terms: list[str], width: int = EXCERPT_CHARS
+) -> dict:
     entry = reread_entry(conn, row, locations)
-    hit = _hit_json(locations, row, score, terms, entry.text if entry else None, entry.labels if entry else ())
+    text, labels = (entry.text, entry.labels) if entry else (None, ())
+    hit = _hit_json(locations, row, score, terms, text, labels, width)
     return {**hit, **exchange.call_keys(conn, locations, row)}
 
 
@@ -498,6 +506,7 @@ def _hit_json(
     terms: list[str],
     text: str | None,
     labels: tuple[tuple[int, int], ...] = (),
+    width: int = EXCERPT_CHARS,
 ) -> dict:
     """A hit's keys: the entry's, its excerpt from its reread `text` (None: unavailable) without its
     `labels`, and its score."""
@@ -507,7 +516,7 @@ def _hit_json(
         hit["excerpt"] = unavailable_text(hit["reason"])
         hit["stale"] = True
     else:
-        hit["excerpt"] = excerpt(text, terms, labels=labels)
+        hit["excerpt"] = excerpt(text, terms, width, labels=labels)
     hit["score"] = float(f"{score:.6g}") if score is not None else None
     return hit
 

@@ -48,6 +48,7 @@ PARAMETERS = (
     "offset",
     "around",
     "like",
+    "excerpt",
     "journal",
     "by",
     "model",
@@ -79,6 +80,7 @@ class SearchRequest:
     offset: int = 0  # hits skipped: the page starts after them
     phrases: tuple[tuple[str, ...], ...] = ()  # quoted phrases of two words or more (`query_phrases`)
     like: str | None = None  # an entry id: only entries of the same text as it (what a hit's `like` counts)
+    excerpt_chars: int = 300  # how long each hit's excerpt is, at most (about)
 
     @property
     def action(self) -> str:
@@ -103,6 +105,7 @@ class SearchRequest:
         summaries: bool = False,
         offset: Any = None,
         like: str | None = None,
+        excerpt: Any = None,
     ) -> SearchRequest:
         """Check every field once (a UserError names the first wrong one); summaries default to
         both summary kinds and refuse any other."""
@@ -126,6 +129,7 @@ class SearchRequest:
             offset=check_offset(offset, example=20),
             phrases=query_phrases(query),
             like=like or None,
+            excerpt_chars=check_excerpt(excerpt),
         )
 
     @classmethod
@@ -166,6 +170,7 @@ class SearchRequest:
             summaries=summaries,
             offset=args.get("offset"),
             like=args.get("like"),
+            excerpt=args.get("excerpt"),
         )
 
 
@@ -218,7 +223,10 @@ class ReadRequest:
 
     @classmethod
     def from_options(cls, entry_id: str, *, cwd: str | None, **options: Any) -> ReadRequest:
-        """From the CLI's options: `--cwd` (relative to the current folder, which it defaults to) made absolute."""
+        """From the CLI's options: `--cwd` (relative to the current folder, which it defaults to) made absolute;
+        naming a session (`--session`) without a `--scope` reads that session's entry, from any folder."""
+        if not options.get("scope"):
+            options["scope"] = "session" if options.get("session_id") else "project"
         return cls.create(entry_id, cwd=os.path.abspath(cwd or os.getcwd()), **options)
 
     @classmethod
@@ -322,6 +330,23 @@ def check_limit(limit: Any) -> int:
         raise UserError(f"limit must be a whole number from 1 to {MAX_LIMIT}", Arg("limit", 20)) from None
     if not 1 <= value <= MAX_LIMIT:
         raise UserError(f"limit must be a whole number from 1 to {MAX_LIMIT}", Arg("limit", 20))
+    return value
+
+
+# A hit's excerpt, in characters: the shortest and the longest (the default) one may ask for.
+EXCERPT_RANGE = (60, 300)
+
+
+def check_excerpt(excerpt: Any) -> int:
+    """How long each hit's excerpt is: 60 to 300 characters; 300 when none is given."""
+    if excerpt is None or excerpt == "":
+        return EXCERPT_RANGE[1]
+    try:
+        value = int(excerpt)
+    except (TypeError, ValueError):
+        value = -1
+    if not EXCERPT_RANGE[0] <= value <= EXCERPT_RANGE[1]:
+        raise UserError("excerpt must be a whole number of characters from 60 to 300", Arg("excerpt", 120))
     return value
 
 

@@ -287,7 +287,20 @@ def session_of(conn: db.Connection, journal_path: str | None) -> str | None:
     return row[0] if row else None
 
 
-def visible_sessions(conn: db.Connection, request: ScopedRequest, session_ids: Iterable[str]) -> set[str]:
+class Cap(Protocol):
+    """Who asks, as far as what it may see goes: its cap and where it stands (a request, or a page's viewer)."""
+
+    @property
+    def cwd(self) -> str | None: ...
+    @property
+    def journal_path(self) -> str | None: ...
+    @property
+    def max_scope(self) -> str: ...
+    @property
+    def home(self) -> str | None: ...
+
+
+def visible_sessions(conn: db.Connection, request: Cap, session_ids: Iterable[str]) -> set[str]:
     """Which of these sessions the caller may see under its cap (a fork's parent or children are named
     only then): every one under global; under project, those of the caller's project (its cwd, else its
     journal's); under session, only the caller's current session."""

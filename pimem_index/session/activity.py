@@ -16,8 +16,10 @@ from typing import Any
 
 from pimem_index import db
 from pimem_index.journal import INT64_MAX
+from pimem_index.locations import Locations
+from pimem_index.search import forks, session_ids, session_info
 from pimem_index.search.request import SessionsRequest, UsageRequest, check_by
-from pimem_index.search.scope import project_root, request_scope
+from pimem_index.search.scope import project_root, request_scope, visible_sessions
 
 FIGURES = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 COST_DIGITS = 6  # dollars to a millionth: sums of floats lose the noise beyond
@@ -184,10 +186,14 @@ SESSION_ORDER = {
 }
 
 
-def sessions(conn: db.Connection, request: SessionsRequest) -> dict[str, Any]:
+def sessions(conn: db.Connection, request: SessionsRequest, locations: Locations | None = None) -> dict[str, Any]:
     """The sessions in scope active within the dates (and using the model), newest first or as
     `request.sort` orders them, one page:
-    `{"scope", "root", "sessions": [...], "offset", "next_offset"}` (next_offset None on the last)."""
+    `{"scope", "root", "sessions": [...], "offset", "next_offset"}` (next_offset None on the last).
+
+    Each session also has its `short_id`, its `title` (its name, else, given `locations`, its first user message
+    reread and redacted), the session it was forked from (`parent_session_id`) and those forked from it
+    (`forks`), named only when the caller's cap reaches them."""
     scope = request_scope(conn, request)
     where, params = scope.predicate()  # over `e.file_id`: the sessions view's rows are aliased `e`
     clauses = [where]
@@ -210,6 +216,7 @@ def sessions(conn: db.Connection, request: SessionsRequest) -> dict[str, Any]:
         [*params, request.limit + 1, request.offset],
     ).fetchall()
     page = [_session_json(row) for row in rows[: request.limit]]
+    _lineage(conn, request, page, locations)
     more = len(rows) > request.limit
     return {
         **scope.as_json(),
@@ -217,6 +224,21 @@ def sessions(conn: db.Connection, request: SessionsRequest) -> dict[str, Any]:
         "offset": request.offset,
         "next_offset": request.offset + request.limit if more else None,
     }
+
+
+def _lineage(conn: db.Connection, request: SessionsRequest, page: list[dict], locations: Locations | None) -> None:
+    """Short ids, titles, parents and forks of a page of sessions, in place (see `sessions`)."""
+    ids = [s["session_id"] for s in page]
+    shorts = session_ids.short_ids(conn, ids)
+    parents = forks.parents(conn, ids)
+    children = forks.children(conn, ids)
+    shown = visible_sessions(conn, request, [*parents.values(), *(c for cs in children.values() for c in cs)])
+    for s in page:
+        sid = s["session_id"]
+        s["short_id"] = shorts.get(sid, sid)
+        s["title"] = s["name"] or (session_info.first_message(conn, locations, sid) if locations else None)
+        s["parent_session_id"] = parents[sid] if parents.get(sid) in shown else None
+        s["forks"] = [c for c in children.get(sid, []) if c in shown]
 
 
 def _session_json(row: tuple) -> dict[str, Any]:

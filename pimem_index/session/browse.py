@@ -69,7 +69,8 @@ SESSION_JOURNAL_COLUMNS = ", ".join(SessionJournal._fields)
 
 
 def session_header(conn: db.Connection, session_id: str) -> dict | None:
-    """What a session's page says above its conversation: its name, folder, journals, times and forks.
+    """What a session's page says above its conversation: its name, folder, journals and times (its forks:
+    `lineage`).
 
     Returns None when no indexed journal has that session id.
     """
@@ -82,10 +83,6 @@ def session_header(conn: db.Connection, session_id: str) -> dict | None:
     if not files:
         return None
     first = files[0]
-    children = conn.execute(
-        "SELECT session_id, name, started FROM files WHERE parent_session = ? ORDER BY started",
-        (session_id,),
-    ).fetchall()
     return {
         "session_id": session_id,
         "name": first.name,
@@ -95,8 +92,6 @@ def session_header(conn: db.Connection, session_id: str) -> dict | None:
         "journals": [f.path for f in files],
         "bytes": sum(f.size or 0 for f in files),
         "entries": sum(f.entry_count for f in files),
-        "parent_session": first.parent_session,
-        "children": [{"session_id": sid, "name": name, "started": started} for sid, name, started in children],
     }
 
 

@@ -6,6 +6,7 @@ outcomes); the diffs and excerpts are reread from the journal and redacted like 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import NamedTuple
 
 from pimem_index import db
 from pimem_index.search.reread import select_entries
@@ -59,19 +60,14 @@ def failures(conn: db.Connection, files: list[int], rowids: dict[int, str], orde
     return listed
 
 
-class Change:
+class Change(NamedTuple):
     """One edit or write call of the files list: where it is and what the index says of it."""
 
-    __slots__ = ("entry_rowid", "call_id", "tool", "path", "result_rowid")
-
-    def __init__(self, entry_rowid: int, call_id: str | None, tool: str, path: str, result_rowid: int | None):
-        self.entry_rowid, self.call_id, self.tool, self.path, self.result_rowid = (
-            entry_rowid,
-            call_id,
-            tool,
-            path,
-            result_rowid,
-        )
+    entry_rowid: int
+    call_id: str | None
+    tool: str
+    path: str
+    result_rowid: int | None
 
 
 def changes(conn: db.Connection, session_id: str, rowids: dict[int, str]) -> list[Change]:
@@ -83,7 +79,7 @@ def changes(conn: db.Connection, session_id: str, rowids: dict[int, str]) -> lis
         "ORDER BY entry_rowid, rowid",
         (session_id,),
     ).fetchall()
-    return [Change(*row) for row in rows if row[0] in rowids]
+    return [Change._make(row) for row in rows if row[0] in rowids]
 
 
 def figures(conn: db.Connection, rowids: list[int]) -> dict:

@@ -141,3 +141,17 @@ async def test_the_api_folds_the_same_text_across_sessions_and_lists_it_with_lik
     assert sorted(hit_ids(listed)) == sorted(same)
     bad = await ds.client.get(api("search", cwd=cwd, like="ffffffff"), **bearer(token))
     assert bad.status_code == 400 and "like=c3d4e5f6" in bad.json()["error"]
+
+
+@pytest.mark.asyncio
+async def test_a_search_asks_for_shorter_excerpts(ds, conn, locations, new_journal, home, token):
+    j = new_journal("Apps/prjct")
+    j.user("word " * 100 + "the platypus sits here " + "word " * 100)
+    index_all(conn, locations)
+    cwd = str(home / "Apps/prjct")
+    short = (await ds.client.get(api("search", q="platypus", cwd=cwd, excerpt=80), **bearer(token))).json()
+    full = (await ds.client.get(api("search", q="platypus", cwd=cwd), **bearer(token))).json()
+    assert "platypus" in short["results"][0]["excerpt"] and len(short["results"][0]["excerpt"]) <= 90
+    assert len(full["results"][0]["excerpt"]) > 250
+    bad = await ds.client.get(api("search", q="platypus", cwd=cwd, excerpt=5), **bearer(token))
+    assert bad.status_code == 400 and "excerpt=120" in bad.json()["error"]

@@ -273,3 +273,10 @@ async def test_every_link_in_the_summary_and_the_failure_links_answers(ds, world
             assert res.status_code == 200 and f'id="entry-{entry}"' in res.text, (role, link)
         missing = await ds.client.get(url + "?entry=nosuchentry", actor=ROOT, follow_redirects=True)
         assert missing.status_code == 400  # an entry the session lacks is a one-line error, not a 404 or 500
+
+
+@pytest.mark.asyncio
+async def test_a_session_that_changed_nothing_and_never_failed_says_so_in_one_line(ds, world):
+    review = review_of(await get(ds, f"/-/pi-memory/sessions/{world.session('fork_parent')}"))
+    assert "No file changed and nothing failed" in review
+    assert "<h2>" not in review and "Files changed" not in review

@@ -327,6 +327,7 @@ def test_search_sends_contract_parameters_and_formats_hits(tmp_path, api):
     assert q["since"] == ["2026-03-01"] and q["until"] == ["2026-03-31"]
     assert q["session_id"] == [ENTRY["session_id"]]
     assert "scope" not in q, "the default scope is the server's to choose"
+    assert q["excerpt"] == ["90"] and q["limit"] == ["10"]  # short excerpts: ten hits in ~1,800 characters
     text = out["text"]
     # one header line for the session (short id, title, folder under the project root, day), then the hit
     assert "[55555555] fix the vault · proj · 2026-03-15" in text
@@ -394,7 +395,7 @@ def test_a_search_continues_from_an_offset_and_shows_folds_and_where_the_next_pa
     [out] = _exec(tmp_path, agent, project, [{"params": {"action": "search", "query": "redis", "offset": 10}}])
     assert out["ok"], out
     assert api.requests[0]["query"]["offset"] == ["10"]
-    assert "(and 17 more like it in this session; 9 more like it in 4 other sessions: like a1b2c3d4)" in out["text"]
+    assert "(and 17 more like it in this session; 9 more in 4 other sessions: like a1b2c3d4)" in out["text"]
     [listed] = _exec(tmp_path, agent, project, [{"params": {"action": "search", "query": "redis", "like": "a1b2c3d4"}}])
     assert listed["ok"] and api.requests[-1]["query"]["like"] == ["a1b2c3d4"]
     assert "like" not in api.requests[0]["query"]

@@ -34,6 +34,11 @@ export const DESCRIPTION =
 
 const KINDS = ["user", "assistant", "tool_result", "bash", "custom", "compaction", "branch_summary"] as const;
 const SEARCH_LIMIT = 10;
+// Each hit's excerpt, in characters (the API's default is 300): ten hits stay under ~1,800 characters.
+const EXCERPT_CHARS = 90;
+// A call's result line or a result's call, and a session title, as the tool shows them.
+const LINE_CHARS = 70;
+const TITLE_CHARS = 50;
 const TIMEOUT_MS = 60_000;
 const START_TIMEOUT_MS = 20_000; // pimem serve --background returns once the server answers
 
@@ -148,7 +153,10 @@ export function buildQuery(params: MemoryContextParams, cwd: string, journal: st
 	put("offset", params.offset);
 	put("like", params.like?.trim());
 	if (params.action === "read") put("around", params.around);
-	else put("limit", SEARCH_LIMIT);
+	else {
+		put("limit", SEARCH_LIMIT);
+		put("excerpt", EXCERPT_CHARS);
+	}
 	put("journal", journal);
 	return q;
 }
@@ -179,10 +187,14 @@ function sessionOf(data: Json, e: Json): Json {
 
 /** What a hit says beyond its kind: a call's outcome and first line of result, a result's call. */
 function exchange(e: Json): string {
-	if (typeof e.call === "string" && e.call) return ` ← ${oneLine(e.call)}`;
+	if (typeof e.call === "string" && e.call) return ` ← ${cut(oneLine(e.call), LINE_CHARS)}`;
 	if (typeof e.outcome !== "string" || !e.outcome) return "";
-	const result = oneLine(e.result);
+	const result = cut(oneLine(e.result), LINE_CHARS);
 	return ` ${e.outcome}${result ? `: ${result}` : ""}`;
+}
+
+function cut(text: string, n: number): string {
+	return text.length <= n ? text : `${text.slice(0, n - 1).trimEnd()}…`;
 }
 
 function day(ts: unknown): string {
@@ -203,7 +215,7 @@ function folder(cwd: unknown, root: unknown): string {
 function sessionHeader(data: Json, sessionId: string): string {
 	const s: Json = (data.sessions && data.sessions[sessionId]) || {};
 	const short = typeof s.short_id === "string" && s.short_id ? s.short_id : sessionId;
-	const title = oneLine(s.title).slice(0, 80) || "(untitled)";
+	const title = cut(oneLine(s.title), TITLE_CHARS) || "(untitled)";
 	return `[${short}] ${title} · ${folder(s.cwd, data.root)} · ${day(s.started ?? undefined)}`;
 }
 
@@ -236,7 +248,7 @@ export function formatHits(data: Json): string {
 		const started = day((data.sessions?.[sessionId] ?? {}).started);
 		for (const hit of hits) {
 			const ts = time(hit.timestamp);
-			const when = day(hit.timestamp) === started ? ts.slice(11, 16) : ts.slice(0, 16).replace("T", " ");
+			const when = day(hit.timestamp) === started ? ts.slice(11, 16) : ts.slice(5, 16).replace("T", " ");
 			lines.push(`  ${hit.id} ${when} ${kindLabel(hit)}${exchange(hit)}`);
 			const excerpt = oneLine(hit.excerpt ?? hit.summary);
 			if (excerpt) lines.push(`    ${excerpt}`);
@@ -245,7 +257,7 @@ export function formatHits(data: Json): string {
 			const like: Json = hit.like && typeof hit.like === "object" ? hit.like : {};
 			if (typeof like.entries === "number" && like.entries > 0) {
 				const n = typeof like.sessions === "number" ? like.sessions : 1;
-				more.push(`${like.entries} more like it in ${n} other session${n === 1 ? "" : "s"}: like ${hit.id}`);
+				more.push(`${like.entries} more in ${n} other session${n === 1 ? "" : "s"}: like ${hit.id}`);
 			}
 			if (more.length) lines.push(`    (and ${more.join("; ")})`);
 		}
@@ -253,7 +265,7 @@ export function formatHits(data: Json): string {
 	if (data.phrases && data.phrases.note) lines.push(`note: ${data.phrases.note}`);
 	if (typeof data.next_offset === "number") lines.push(`More: the same ${action} with offset ${data.next_offset}.`);
 	if (results.length > 0) {
-		lines.push(`Read: entryId (+ sessionId: the [id]), around N for its neighbours.`);
+		lines.push(`Read: entryId (sessionId: the [id]), around N.`);
 	} else {
 		lines.push(`No hits${data.scope ? ` in scope ${data.scope}` : ""}; try other or fewer terms.`);
 	}

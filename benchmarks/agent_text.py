@@ -1,0 +1,199 @@
+"""The agent benchmark: how much text the memory_context tool hands the model for 10 hits.
+
+    python benchmarks/agent_text.py CORPUS [--before 0aa4fe1] [--work DIR]
+
+Fixed agent-like queries (AGENT_QUERIES) run over the corpus in the project scope of its largest
+project, through the code of a checkout (the API's reply, `query.search` with the tool's
+parameters) and the extension's own formatter (`formatHits` of that checkout's memory_context.ts,
+loaded with jiti from the pinned Pi's node_modules). Run for this checkout and for `--before` (a
+commit, checked out in a temporary worktree), each with its own index built by its own code; the
+characters per reply (median, p90, mean) and the JSON bytes go into docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import docs_figures  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+EXTENSION = Path("datasette_pi_memory/server/pi_extension/memory_context.ts")
+NODE_MODULES = ROOT / "datasette_pi_memory" / "server" / "pi_extension" / "node_modules"
+# What an agent asks its history, in the words it uses: errors, commands, files, decisions.
+AGENT_QUERIES = (
+    "timeout error",
+    "failing test",
+    "npm run check",
+    "migration",
+    "connection refused",
+    "config file",
+    "TypeError undefined",
+    "deploy script",
+    "login bug",
+    "git rebase conflict",
+    "pytest fixture",
+    "why did we change the schema",
+    "permission denied",
+    "docker build",
+    "api token",
+    "import error",
+    "database lock",
+    "performance regression",
+    "how to run the tests",
+    "refactor parser",
+)
+MARKERS = ("<!-- agent benchmark: written by benchmarks/agent_text.py -->", "<!-- end of agent benchmark -->")
+
+# Run with a checkout's own code (PYTHONPATH): build its index of the corpus, answer each query as the
+# API answers the tool (project scope from a cwd, limit 10, the tool's excerpt length when it asks one).
+ANSWER = r"""
+import json, sys, inspect
+from pimem_index import store
+from pimem_index.index import indexer
+from pimem_index.locations import resolve
+from pimem_index.search import query
+from pimem_index.search.request import SearchRequest
+corpus, db, cwd, excerpt = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+locations = resolve(db, [corpus])
+conn = store.open_index(locations.db_path)
+indexer.index_all(conn, locations)
+fields = inspect.signature(SearchRequest.create).parameters
+out = []
+for q in json.loads(sys.stdin.read()):
+    extra = {"excerpt": int(excerpt)} if "excerpt" in fields and int(excerpt) else {}
+    out.append(query.search(conn, locations, SearchRequest.create(q, cwd=cwd, limit=10, **extra)))
+print(json.dumps(out))
+"""
+
+FORMAT = r"""
+const { createJiti } = require(process.argv[2]);
+const jiti = createJiti(__filename);
+const ext = jiti(process.argv[3]);
+const replies = JSON.parse(require("node:fs").readFileSync(0, "utf8"));
+console.log(JSON.stringify(replies.map((r) => ext.formatHits(r))));
+"""
+
+
+def excerpt_chars(checkout: Path) -> int:
+    """The excerpt length the checkout's tool asks for (0: it asks none, the API's default)."""
+    source = (checkout / EXTENSION).read_text()
+    for line in source.splitlines():
+        if line.startswith("const EXCERPT_CHARS"):
+            return int(line.split("=")[1].strip(" ;_").replace("_", ""))
+    return 0
+
+
+def answers(checkout: Path, corpus: str, db: str, cwd: str) -> list[dict]:
+    env = dict(os.environ, PYTHONPATH=str(checkout), PI_CODING_AGENT_DIR=str(Path(db).parent / "agent"))
+    proc = subprocess.run(
+        [sys.executable, "-c", ANSWER, corpus, db, cwd, str(excerpt_chars(checkout))],
+        input=json.dumps(AGENT_QUERIES),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    return json.loads(proc.stdout)
+
+
+def tool_texts(checkout: Path, replies: list[dict], work: Path) -> list[str]:
+    """formatHits of the checkout's extension over each reply: its source copied beside this checkout's
+    node_modules (where its imports resolve), loaded with jiti, then removed."""
+    script = work / "format.cjs"
+    script.write_text(FORMAT)
+    copy = NODE_MODULES.parent / f".agent-text-{os.getpid()}.ts"
+    copy.write_text((checkout / EXTENSION).read_text())
+    try:
+        proc = subprocess.run(
+            ["node", str(script), str(NODE_MODULES / "jiti"), str(copy)],
+            input=json.dumps(replies),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    finally:
+        copy.unlink()
+    return json.loads(proc.stdout)
+
+
+def largest_project(corpus: str) -> str:
+    """The cwd of the corpus's folder with the most journal bytes (its sessions' header cwd)."""
+    folders = [p for p in Path(corpus).iterdir() if p.is_dir()]
+    best = max(folders, key=lambda p: sum(f.stat().st_size for f in p.glob("*.jsonl")))
+    first = next(iter(sorted(best.glob("*.jsonl"))))
+    return json.loads(first.open("rb").readline())["cwd"]
+
+
+def measure(checkout: Path, corpus: str, work: Path, cwd: str) -> dict:
+    db = str(work / "history.sqlite")
+    (work / "agent").mkdir(parents=True, exist_ok=True)
+    replies = answers(checkout, corpus, db, cwd)
+    texts = tool_texts(checkout, replies, work)
+    chars = sorted(len(t) for t in texts)
+    hits = [len(r["results"]) for r in replies]
+    return {
+        "median": statistics.median(chars),
+        "p90": chars[int(0.9 * (len(chars) - 1))],
+        "mean": statistics.mean(chars),
+        "json": statistics.median(len(json.dumps(r)) for r in replies),
+        "hits": statistics.mean(hits),
+        "texts": texts,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("corpus")
+    ap.add_argument("--before", default="0aa4fe1", help="the commit to compare with")
+    ap.add_argument("--work", default=None, help="where the indexes go (default: a temporary folder)")
+    ap.add_argument("--show", action="store_true", help="print the tool's text for the first query")
+    args = ap.parse_args()
+    work = Path(args.work or tempfile.mkdtemp(prefix="agent-text-"))
+    cwd = largest_project(args.corpus)
+    before_tree = work / "before-checkout"
+    if not before_tree.exists():
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(before_tree), args.before], check=True
+        )
+    try:
+        before = measure(before_tree, args.corpus, work / "before", cwd)
+        after = measure(ROOT, args.corpus, work / "after", cwd)
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(before_tree)], check=False)
+    if args.show:
+        print(before["texts"][0], "\n----\n", after["texts"][0])
+    rows = [
+        "| | before (" + args.before + ") | after | after / before |",
+        "|---|---|---|---|",
+    ]
+    for key, label in (
+        ("median", "tool text per reply, median (characters)"),
+        ("p90", "tool text per reply, p90 (characters)"),
+        ("mean", "tool text per reply, mean (characters)"),
+        ("json", "API reply, median (JSON bytes)"),
+        ("hits", "hits per reply, mean"),
+    ):
+        b, a = before[key], after[key]
+        rows.append(f"| {label} | {b:,.0f} | {a:,.0f} | {a / b:.2f} |" if b else f"| {label} | {b} | {a} | |")
+    table = (
+        f"`benchmarks/agent_text.py` on `{os.path.basename(os.path.normpath(args.corpus))}`: "
+        f"{len(AGENT_QUERIES)} agent-like queries (`AGENT_QUERIES`), project scope of `{cwd}`, 10 hits a reply, "
+        "each through that checkout's API code and its extension's `formatHits`, each checkout with its own index.\n\n"
+        + "\n".join(rows)
+    )
+    print(table)
+    if not docs_figures.replace_between(*MARKERS, table):
+        print("docs/performance.md has no markers: " + " ... ".join(MARKERS))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
