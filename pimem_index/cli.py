@@ -664,6 +664,8 @@ def _show_results(data: dict, query_text: str | None, as_json: bool) -> None:
         what = hit["kind"] + (f" ({hit['tool']})" if hit.get("tool") else "")
         click.echo(f"{click.style(when, fg='cyan')}  {what}  {session.get('cwd') or ''}")
         click.echo(f"  id {hit['id']}  session {session.get('short_id') or hit['session_id']}")
+        if hit.get("call") or hit.get("outcome"):
+            click.echo(f"  {_exchange_line(hit)}")
         click.echo("  " + _mark(hit["excerpt"], terms))
         if hit.get("folded"):
             click.echo(f"  {_folded_line(hit, session, data['action'], query_text)}")

@@ -112,3 +112,10 @@ def test_the_cli_reads_an_exchange_with_around(world):
     assert [a["kind"] for a in data["around"]] == ["user", "tool_result"]
     bad = run("read", call["id"], "--scope", "global", "--around", "50")
     assert bad.exit_code == 1 and "--around 3" in bad.output and "Traceback" not in bad.output
+
+
+def test_the_cli_search_shows_how_a_call_ended_and_which_call_a_result_answers(world):
+    out = CliRunner().invoke(cli, ["search", "nowhere", "--scope", "global"], catch_exceptions=False).output
+    assert "outcome: error — Could not find the exact text in src/app.py" in out
+    results = CliRunner().invoke(cli, ["search", "ENOENT", "--scope", "global"], catch_exceptions=False).output
+    assert "call: read: missing.txt" in results and "outcome:" not in results
