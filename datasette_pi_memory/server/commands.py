@@ -188,7 +188,11 @@ def pi():
 
 @pi.command(name="install")
 @common
-@click.option("--url", default="http://127.0.0.1:8001", show_default=True, help="Where pimem serve answers")
+@click.option(
+    "--url",
+    default=None,
+    help=f"Where pimem serve answers [default: the URL installed before, else http://127.0.0.1:{DEFAULT_PORT}]",
+)
 @click.option("--no-start", is_flag=True, help="Do not start the background server now")
 def pi_install(locations: Locations, url, no_start):
     """Put the memory_context extension into Pi's extensions folder, with a token to reach pimem serve,
@@ -203,6 +207,8 @@ def pi_install(locations: Locations, url, no_start):
     Example:
         pimem pi install --url http://127.0.0.1:8001
     """
+    if url is None:  # installing again (a new token, a new pimem) keeps the port every start uses
+        url = pi_tool.recorded_url(locations.agent) or f"http://127.0.0.1:{DEFAULT_PORT}"
     if not url.startswith(("http://", "https://")):
         raise UserError(f"--url must be an http(s) address (e.g. --url http://127.0.0.1:8001), not {url!r}")
     address = local_address(url)

@@ -59,13 +59,19 @@ def _write_private(path: Path, data: str) -> None:
     os.chmod(path, 0o600)
 
 
-def recorded_port(agent_dir: Path) -> int | None:
-    """The port of the local URL `pimem pi install` recorded (the one every later start uses), else None."""
+def recorded_url(agent_dir: Path) -> str | None:
+    """The server URL `pimem pi install` recorded for the tool, else None."""
     try:
         url = json.loads(config_path(agent_dir).read_text(encoding="utf-8")).get("url")
     except (OSError, ValueError, AttributeError):
         return None
-    if not isinstance(url, str):
+    return url if isinstance(url, str) and url.startswith(("http://", "https://")) else None
+
+
+def recorded_port(agent_dir: Path) -> int | None:
+    """The port of the local URL `pimem pi install` recorded (the one every later start uses), else None."""
+    url = recorded_url(agent_dir)
+    if url is None:
         return None
     parts = urllib.parse.urlsplit(url)
     if parts.scheme != "http" or parts.hostname not in ("127.0.0.1", "localhost", "::1"):
