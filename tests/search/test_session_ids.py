@@ -147,3 +147,27 @@ def test_short_ids_of_ten_thousand_sessions_take_milliseconds(tmp_path):
     elapsed = time.perf_counter() - started
     print(f"short ids of 20 sessions among 10,000: {elapsed * 1000:.1f} ms")
     assert len(set(shown.values())) == 20 and elapsed < 1.0, elapsed
+
+
+@pytest.mark.asyncio
+async def test_the_api_takes_a_short_id_wherever_it_takes_a_session(corpus):
+    from support.plugin_world import ROOT, make_datasette, running
+
+    copied, locations, conn = corpus
+    sid = session_id(copied, "rich")
+    short = short_ids(conn, [sid])[sid]
+    async with running(make_datasette(locations)) as ds:
+
+        async def get(action: str, name: str, **params):
+            query = "&".join(f"{k}={v}" for k, v in {"session_id": name, "scope": "session", **params}.items())
+            return await ds.client.get(f"/-/pi-memory/api/{action}?{query}", actor=ROOT)
+
+        search = (await get("search", short)).json()
+        usage = (await get("usage", short, by="session")).json()
+        listed = (await get("sessions", sid[:13])).json()
+        shared = await get("search", sid[:8])
+    assert {hit["session_id"] for hit in search["results"]} == {sid} and search["sessions"][sid]["short_id"] == short
+    assert [row["key"] for row in usage["rows"]] == [sid]
+    assert [s["session_id"] for s in listed["sessions"]] == [sid] and listed["sessions"][0]["short_id"] == short
+    assert shared.status_code == 400 and "names several sessions" in shared.json()["error"]
+    assert "\n" not in shared.json()["error"]
