@@ -3,10 +3,11 @@
     python benchmarks/ranking.py [CORPUS_DIR] [--queries 200] [--seed 7] [--no-docs]
 
 The index keeps no term positions (store.FTS_OPTIONS, detail=none), so search ranks with
-its own BM25 over which terms an entry holds (query._ranked). This builds the index twice,
-once as it is and once with positions (FTS5's bm25() then works), and runs two query sets,
-each ranked by bm25() (known items only), by our ranking with exact words only (as before
-word forms: query._ranked) and by our ranking with word forms (query._matches, for 100 hits). Known-item queries:
+its own BM25 over which terms an entry holds (query._ranked). This builds the index three times
+in the same run: as it is, with positions (plain FTS5 bm25()), and with positions and FTS5's porter
+stemmer (bm25() over stems: every form of a word is the same term). It runs two query sets, each
+ranked by both bm25() baselines, by our ranking with exact words only (as before word forms:
+query._ranked) and by our ranking with word forms (query._matches, for 100 hits). Known-item queries:
 1-3 words taken from a random entry, global scope, all terms. Word-form queries: the same,
 with each word that has one replaced by another form of it (plural or singular, -ing, -ed,
 -es: a word of the corpus the stemmer joins to it) that the entry does not hold, as a person
@@ -85,6 +86,19 @@ def ranks_of(conn, terms: list[str], rowid: int, everything, with_forms: bool) -
     return mine.index(rowid) + 1 if rowid in mine else None
 
 
+def bm25_rank(conn, terms: list[str], rowid: int) -> tuple[int | None, list[int]]:
+    """The entry's rank among FTS5 bm25()'s first 100 for all the terms, and those 100 rowids."""
+    expression = "(" + " AND ".join(f'"{t}"' for t in terms) + ")"
+    sql = "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? ORDER BY bm25(entries_fts) LIMIT 100"
+    theirs = [r[0] for r in conn.execute(sql, (expression,))]
+    return (theirs.index(rowid) + 1 if rowid in theirs else None), theirs
+
+
+def porter_fts_options() -> str:
+    """The positions index's options with FTS5's porter stemmer over the same tokenizer."""
+    return positions_fts_options().replace("tokenize='", "tokenize='porter ")
+
+
 def figures(ranks: list[int | None]) -> tuple[float, float, float, float]:
     """MRR, and the shares found at rank 1, in the top 10 and in the top 100."""
     n = len(ranks)
@@ -136,13 +150,15 @@ def main() -> int:
     os.environ["PI_CODING_AGENT_DIR"] = work  # never your own ~/.pi/agent/sessions
     ours = build(args.corpus, os.path.join(work, "ours.sqlite"), store.FTS_OPTIONS)
     positions = build(args.corpus, os.path.join(work, "positions.sqlite"), positions_fts_options())
+    porter = build(args.corpus, os.path.join(work, "porter.sqlite"), porter_fts_options())
     locations = resolve(os.path.join(work, "ours.sqlite"), [args.corpus])
     everything = scope.Scope("global")
     rng = random.Random(args.seed)
     rowids = [r[0] for r in ours.execute("SELECT rowid FROM entries WHERE chars BETWEEN 100 AND 50000")]
     before, after = "ours, exact words (before)", "ours, with word forms"
-    known: dict[str, list[int | None]] = {"positions (FTS5 bm25)": [], before: [], after: []}
-    forms: dict[str, list[int | None]] = {before: [], after: []}
+    bm25, stems = "positions (FTS5 bm25)", "positions, porter (FTS5 bm25)"
+    known: dict[str, list[int | None]] = {bm25: [], stems: [], before: [], after: []}
+    forms: dict[str, list[int | None]] = {bm25: [], stems: [], before: [], after: []}
     overlap = []
     while len(known[after]) < args.queries or len(forms[after]) < args.queries:
         rowid = rng.choice(rowids)
@@ -155,15 +171,9 @@ def main() -> int:
             continue
         terms = rng.sample(words, rng.choice([1, 2, 2, 3]) if len(words) >= 3 else 1)
         if len(known[after]) < args.queries:
-            expression = "(" + " AND ".join(f'"{t}"' for t in terms) + ")"
-            theirs = [
-                r[0]
-                for r in positions.execute(
-                    "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? ORDER BY bm25(entries_fts) LIMIT 100",
-                    (expression,),
-                )
-            ]
-            known["positions (FTS5 bm25)"].append(theirs.index(rowid) + 1 if rowid in theirs else None)
+            rank, theirs = bm25_rank(positions, terms, rowid)
+            known[bm25].append(rank)
+            known[stems].append(bm25_rank(porter, terms, rowid)[0])
             known[before].append(ranks_of(ours, terms, rowid, everything, False))
             known[after].append(ranks_of(ours, terms, rowid, everything, True))
             mine = [row.rowid for row, _score in query._ranked(ours, terms, "AND", everything, "1", [])][:10]
@@ -172,6 +182,8 @@ def main() -> int:
         if len(forms[after]) < args.queries:
             varied = [word_form(t, held, ours, rng) or t for t in terms]
             if varied != terms:
+                forms[bm25].append(bm25_rank(positions, varied, rowid)[0])
+                forms[stems].append(bm25_rank(porter, varied, rowid)[0])
                 forms[before].append(ranks_of(ours, varied, rowid, everything, False))
                 forms[after].append(ranks_of(ours, varied, rowid, everything, True))
     report(f"{args.queries} known-item queries (1-3 words from a random entry), seed {args.seed}", known)

@@ -12,7 +12,16 @@ from datasette import hookimpl
 from datasette.permissions import Action, PermissionSQL
 
 from datasette_pi_memory import access, background, catalog, figures, login, render, tokens, views
-from datasette_pi_memory.state import ACTION, ACTION_ABBR, AGENT_ID, PLUGIN, discard_state, settings_for, state
+from datasette_pi_memory.state import (
+    ACTION,
+    ACTION_ABBR,
+    AGENT_ID,
+    PLUGIN,
+    discard_state,
+    existing_state,
+    settings_for,
+    state,
+)
 from pimem_index import query
 
 
@@ -112,7 +121,9 @@ def startup(datasette):
 @hookimpl
 def shutdown(datasette):
     async def inner():
-        await background.stop(datasette)
+        memory = existing_state(datasette)
+        if memory is not None:
+            await background.stop(memory)
         discard_state(datasette)
 
     return inner

@@ -21,9 +21,6 @@ INTERVAL_SECONDS = 1.0
 RESTART_DELAYS = (1, 2, 5, 10, 30)
 STOP_GRACE_SECONDS = 5.0
 
-_children: dict = {}
-_stopping: set = set()
-
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
     try:
@@ -35,30 +32,45 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
         pass
 
 
-async def _supervise(datasette, locations) -> None:
-    failures = 0
-    cmd = watch_command(locations, INTERVAL_SECONDS)
-    while id(datasette) not in _stopping:
-        proc = await asyncio.create_subprocess_exec(
-            *cmd,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-        )
-        _children[id(datasette)] = proc
-        try:
-            code = await proc.wait()
-        except asyncio.CancelledError:
-            await _terminate(proc)
-            raise
-        finally:
-            _children.pop(id(datasette), None)
-        if id(datasette) in _stopping:
-            return
-        delay = RESTART_DELAYS[min(failures, len(RESTART_DELAYS) - 1)]
-        failures += 1
-        logger.warning("pi-memory indexer exited with status %s; restarting in %ss", code, delay)
-        await asyncio.sleep(delay)
+class Indexer:
+    """The supervisor of one Datasette's indexer child: owned by its PiMemory, gone with it."""
+
+    def __init__(self, locations) -> None:
+        self.locations = locations
+        self.stopping = False
+        self.child: asyncio.subprocess.Process | None = None
+
+    async def supervise(self) -> None:
+        """Run the child, restart it with growing delays when it dies, until `stop`."""
+        failures = 0
+        cmd = watch_command(self.locations, INTERVAL_SECONDS)
+        while not self.stopping:
+            proc = await asyncio.create_subprocess_exec(
+                *cmd,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            )
+            self.child = proc
+            try:
+                code = await proc.wait()
+            except asyncio.CancelledError:
+                await _terminate(proc)
+                raise
+            finally:
+                self.child = None
+            if self.stopping:
+                return
+            delay = RESTART_DELAYS[min(failures, len(RESTART_DELAYS) - 1)]
+            failures += 1
+            logger.warning("pi-memory indexer exited with status %s; restarting in %ss", code, delay)
+            await asyncio.sleep(delay)
+
+    async def stop(self) -> None:
+        """Terminate the child now (shutdown hooks run before background tasks are cancelled)."""
+        self.stopping = True
+        if self.child is not None:
+            await _terminate(self.child)
 
 
 async def _terminate(proc) -> None:
@@ -80,17 +92,16 @@ async def _terminate(proc) -> None:
 
 def start(datasette, memory) -> None:
     """Register the supervised indexer with Datasette's background tasks."""
-    locations = memory.locations
+    indexer = Indexer(memory.locations)
+    memory.indexer = indexer
 
     async def pi_memory_indexer(ds):
-        await _supervise(ds, locations)
+        await indexer.supervise()
 
-    memory.indexer = datasette.add_background_task(pi_memory_indexer, name="pi-memory-indexer")
+    datasette.add_background_task(pi_memory_indexer, name="pi-memory-indexer")
 
 
-async def stop(datasette) -> None:
-    """Terminate the child now (shutdown hooks run before background tasks are cancelled)."""
-    _stopping.add(id(datasette))
-    proc = _children.get(id(datasette))
-    if proc is not None:
-        await _terminate(proc)
+async def stop(memory) -> None:
+    """Stop this instance's indexer, if it runs one."""
+    if memory.indexer is not None:
+        await memory.indexer.stop()

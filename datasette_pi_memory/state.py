@@ -16,9 +16,13 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from datasette_pi_memory.api import route_list
 from pimem_index import Locations, UserError, checked_setting, db, refreshed, resolve, store
+
+if TYPE_CHECKING:
+    from datasette_pi_memory.background import Indexer
 
 PLUGIN = "datasette-pi-memory"
 ACTION = "pi-memory-read"
@@ -144,7 +148,7 @@ class PiMemory:
         self._local = threading.local()
         self._connections: list = []
         self._conn_lock = threading.Lock()
-        self.indexer = None  # the background indexer supervisor, when running
+        self.indexer: Indexer | None = None  # the background indexer supervisor, when running
         self._opened = store.file_id(self.locations.db_path)  # the index file the connections are on
         self._generation = 0  # bumped when that file was deleted or replaced: reopen
 
@@ -261,6 +265,12 @@ def state(datasette) -> PiMemory:
             found = PiMemory(datasette)
             _states[datasette] = found
         return found
+
+
+def existing_state(datasette) -> PiMemory | None:
+    """The PiMemory for this Datasette if one was created (shutdown must not create one)."""
+    with _lock:
+        return _states.get(datasette)
 
 
 def discard_state(datasette) -> None:

@@ -566,6 +566,31 @@ async def test_background_indexer_makes_new_lines_searchable(locations, world):
 
 
 @pytest.mark.asyncio
+async def test_shutdown_stops_the_indexer_child_and_nothing_of_the_instance_is_kept(locations, world):
+    from datasette_pi_memory import background
+    from datasette_pi_memory.state import existing_state, state
+
+    datasette = make_datasette(locations, {"background_index": True})
+    await datasette.start_background_tasks()
+    indexer = state(datasette).indexer
+    assert indexer is not None
+    deadline = time.monotonic() + 10
+    while indexer.child is None and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    child = indexer.child
+    assert child is not None and child.returncode is None
+    await datasette.invoke_shutdown()
+    assert child.returncode is not None and indexer.stopping
+    assert existing_state(datasette) is None
+    registries = [
+        name
+        for name, value in vars(background).items()
+        if not name.startswith("__") and isinstance(value, (dict, set, list))
+    ]
+    assert registries == []
+
+
+@pytest.mark.asyncio
 async def test_a_bad_scope_setting_stops_startup(locations, conn):
     from datasette.utils import StartupError
 
