@@ -161,3 +161,14 @@ def run(agent_dir):
             os.chdir(old)
 
     return invoke
+
+
+@pytest.fixture
+def corpus(tmp_path, monkeypatch):
+    """The real-Pi corpus copied, made the agent folder (HOME beside it) and indexed: (corpus, locations, conn)."""
+    from support.real_pi_index import indexed, use_corpus
+
+    copied = use_corpus(tmp_path, monkeypatch)
+    locations, conn = indexed(copied)
+    yield copied, locations, conn
+    conn.close()

@@ -183,21 +183,26 @@ def _home_or_above(path: str, home: str) -> bool:
     return path == "/" or path == home or home.startswith(path.rstrip("/") + "/")
 
 
-class ScopedRequest(Protocol):
-    """What a request object (requests.py) says about where it looks."""
+class Cap(Protocol):
+    """Who asks, as far as what it may see goes: its cap and where it stands (a request, or a page's viewer)."""
 
     @property
-    def scope(self) -> str | None: ...
-    @property
     def cwd(self) -> str | None: ...
-    @property
-    def session_id(self) -> str | None: ...
     @property
     def journal_path(self) -> str | None: ...
     @property
     def max_scope(self) -> str: ...
     @property
     def home(self) -> str | None: ...
+
+
+class ScopedRequest(Cap, Protocol):
+    """What a request object (request.py) says about where it looks: a cap, and the scope and session asked for."""
+
+    @property
+    def scope(self) -> str | None: ...
+    @property
+    def session_id(self) -> str | None: ...
 
 
 def request_scope(conn: db.Connection, request: ScopedRequest) -> Scope:
@@ -285,19 +290,6 @@ def session_of(conn: db.Connection, journal_path: str | None) -> str | None:
         return None
     row = conn.execute("SELECT session_id FROM files WHERE path = ?", (os.path.abspath(journal_path),)).fetchone()
     return row[0] if row else None
-
-
-class Cap(Protocol):
-    """Who asks, as far as what it may see goes: its cap and where it stands (a request, or a page's viewer)."""
-
-    @property
-    def cwd(self) -> str | None: ...
-    @property
-    def journal_path(self) -> str | None: ...
-    @property
-    def max_scope(self) -> str: ...
-    @property
-    def home(self) -> str | None: ...
 
 
 def visible_sessions(conn: db.Connection, request: Cap, session_ids: Iterable[str]) -> set[str]:

@@ -8,19 +8,11 @@ import re
 
 import pytest
 from click.testing import CliRunner
-from support.corpus_world import indexed, session_id, use_corpus
 from support.plugin_world import bearer, make_datasette, running
+from support.real_pi_index import session_id
 
 from pimem_index.cli import cli
 from pimem_index.search.session_ids import short_ids
-
-
-@pytest.fixture
-def corpus(tmp_path, monkeypatch):
-    copied = use_corpus(tmp_path, monkeypatch)
-    locations, conn = indexed(copied)
-    yield copied, locations, conn
-    conn.close()
 
 
 @pytest.fixture

@@ -7,11 +7,8 @@ downloads a browser. Screenshots go to test-artifacts/.
 
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
-
 import pytest
+from support.chromium import ARTIFACTS, chromium, serve_env
 from support.commands import pimem
 from support.pijournal import Journal
 from support.servers import Server, wait_indexed
@@ -19,48 +16,16 @@ from support.usage_world import GPT, OPUS, SECRET, write_usage_world
 
 pytestmark = pytest.mark.slow  # real processes: pytest -m 'not slow' is the fast loop
 
-CHROMIUM = os.environ.get("PIMEM_CHROMIUM", "/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
 
 @pytest.fixture
 def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("browser test skipped: the playwright Python package is not installed (pip install playwright)")
-    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)) and not shutil.which(CHROMIUM):
-        pytest.skip(f"browser test skipped: no chromium at {CHROMIUM} (apt-get install chromium)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-def server_env(agent_dir) -> dict:
-    """The environment `pimem serve` runs in for these tests: this agent folder, nothing inherited."""
-    env = dict(os.environ)
-    for key in ("PIMEM_DB", "PIMEM_SESSIONS_DIRS", "DATASETTE_SECRET"):
-        env.pop(key, None)
-    env["PI_CODING_AGENT_DIR"] = str(agent_dir)
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
+    with chromium() as b:
+        yield b
 
 
 @pytest.fixture
 def served(agent_dir, home, tmp_path):
-    env = server_env(agent_dir)
+    env = serve_env(agent_dir)
     cwd = str(home / "Apps/prjct")
     j = Journal(agent_dir / "sessions", cwd)
     j.session_info("Fix the heron deploy")
@@ -145,7 +110,7 @@ LONG_PROJECT = "Apps/prjct/frontendmonorepowithalongname/packages/designsystemco
 @pytest.fixture
 def served_layout(agent_dir, home, tmp_path):
     """`pimem serve` over a project with a long sub-folder and a compaction summary written in markdown."""
-    env = server_env(agent_dir)
+    env = serve_env(agent_dir)
     Journal(agent_dir / "sessions", str(home / "Apps/prjct")).user("the root of the project")
     deep = Journal(agent_dir / "sessions", str(home / LONG_PROJECT))
     deep.session_info("Design system work")
@@ -166,7 +131,7 @@ def served_layout(agent_dir, home, tmp_path):
 @pytest.fixture
 def served_usage(agent_dir, home):
     """`pimem serve` over usage_world's three sessions (two projects, three models, a failed call)."""
-    env = server_env(agent_dir)
+    env = serve_env(agent_dir)
     made = write_usage_world(agent_dir / "sessions", home)
     server = Server(env)
     link = server.wait_ready()
@@ -181,7 +146,7 @@ def served_usage(agent_dir, home):
 def served_conversation(agent_dir, home):
     """`pimem serve` over one session with thinking, an edit, a failed test run, a write, a label,
     a model change, a failed bash run and a fork."""
-    env = server_env(agent_dir)
+    env = serve_env(agent_dir)
     j = Journal(agent_dir / "sessions", str(home / "Apps/prjct"))
     j.session_info("Move the login token out of the code")
     user = j.user("The login token is hardcoded in src/auth.py. Move it to the environment and run the tests.")

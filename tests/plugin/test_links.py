@@ -9,22 +9,14 @@ from html import unescape
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 import pytest
-from support.corpus_world import indexed, session_id, use_corpus
 from support.plugin_world import ROOT, make_datasette, running
+from support.real_pi_index import session_id
 
 from pimem_index.search.session_ids import short_ids
 
 MAX_PAGES = 600  # the crawl's bound: the pi-memory pages first, then Datasette's own
 ORIGIN = "http://localhost"
 _HREF = re.compile(r"""(?:href|src)\s*=\s*["']([^"']*)["']""", re.IGNORECASE)
-
-
-@pytest.fixture
-def corpus(tmp_path, monkeypatch):
-    copied = use_corpus(tmp_path, monkeypatch)
-    locations, conn = indexed(copied)
-    yield copied, locations, conn
-    conn.close()
 
 
 def links(page_url: str, html: str) -> list[str]:

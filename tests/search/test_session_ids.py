@@ -8,7 +8,7 @@ import random
 
 import pytest
 from click.testing import CliRunner
-from support.corpus_world import indexed, session_id, use_corpus
+from support.real_pi_index import session_id
 
 from pimem_index import UserError, store
 from pimem_index.cli import cli
@@ -25,14 +25,6 @@ def uuid7(ms: int, rng: random.Random, tail: str | None = None) -> str:
     if tail:
         text = text[: 32 - len(tail)] + tail
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
-
-
-@pytest.fixture
-def corpus(tmp_path, monkeypatch):
-    copied = use_corpus(tmp_path, monkeypatch)
-    locations, conn = indexed(copied)
-    yield copied, locations, conn
-    conn.close()
 
 
 def all_sessions(conn) -> list[str]:

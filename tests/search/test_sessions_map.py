@@ -3,22 +3,13 @@
 
 from __future__ import annotations
 
-import pytest
-from support.corpus_world import indexed, session_id, use_corpus
+from support.real_pi_index import session_id
 
 from pimem_index.index import indexer
 from pimem_index.search import query
 from pimem_index.search.session_ids import short_ids
 
 SESSION_KEYS = {"short_id", "title", "cwd", "journal", "started", "parent_session_id"}
-
-
-@pytest.fixture
-def corpus(tmp_path, monkeypatch):
-    copied = use_corpus(tmp_path, monkeypatch)
-    locations, conn = indexed(copied)
-    yield copied, locations, conn
-    conn.close()
 
 
 def test_a_search_reply_describes_each_hits_session_once_in_the_sessions_map(corpus):

@@ -13,7 +13,15 @@ import pytest
 
 CHROMIUM = os.environ.get("PIMEM_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
+CHROMIUM_ARGS = [  # without the background-networking flags, the closed network refuses its many connections
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 @contextlib.contextmanager

@@ -12,7 +12,7 @@ writes ``<out>/sessions/--<encoded cwd>--/<ts>_<uuid>.jsonl`` and ``<out>/corpus
 which names the root the journals' absolute paths start with and says which journal
 covers what. ``support.real_pi.copy_corpus`` copies it for a test, moving the root.
 
-Needs node, the pinned Pi (`npm ci --prefix pimem_index/pi_extension`), ripgrep (`rg`,
+Needs node, the pinned Pi (`npm ci --prefix datasette_pi_memory/server/pi_extension`), ripgrep (`rg`,
 for the grep tool) and fd (`fd`, or Debian's `fdfind`, for the find tool).
 """
 

@@ -35,13 +35,35 @@ def session_of(journal: Path) -> str:
         return json.loads(f.readline())["id"]
 
 
-def indexed_corpus(tmp_path: Path, monkeypatch) -> IndexedCorpus:
-    """Copy the corpus under tmp_path, make its agent folder the one every location resolves to, index it."""
-    corpus = copy_corpus(tmp_path / "corpus")
-    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(corpus.agent))
-    monkeypatch.delenv("PIMEM_DB", raising=False)
-    monkeypatch.delenv("PIMEM_SESSIONS_DIRS", raising=False)
+def use_corpus(tmp_path: Path, monkeypatch) -> RealPiCorpus:
+    """Copy the corpus under `tmp_path` and point PI_CODING_AGENT_DIR (and HOME) at it; nothing indexed yet."""
+    copied = _pointed_at(copy_corpus(tmp_path / "corpus"), monkeypatch)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    return copied
+
+
+def indexed(corpus: RealPiCorpus) -> tuple[Locations, db.Connection]:
+    """The corpus's locations and an open connection to its index, every journal indexed."""
     locations = resolve()
     conn = store.open_index(locations.db_path)
     indexer.index_all(conn, locations)
-    return IndexedCorpus(corpus, locations, conn)
+    return locations, conn
+
+
+def session_id(corpus: RealPiCorpus, role: str) -> str:
+    """The session id of the journal with `role`."""
+    return session_of(corpus.journal(role))
+
+
+def indexed_corpus(tmp_path: Path, monkeypatch) -> IndexedCorpus:
+    """Copy the corpus under tmp_path, make its agent folder the one every location resolves to, index it."""
+    corpus = _pointed_at(copy_corpus(tmp_path / "corpus"), monkeypatch)
+    return IndexedCorpus(corpus, *indexed(corpus))
+
+
+def _pointed_at(corpus: RealPiCorpus, monkeypatch) -> RealPiCorpus:
+    """Make the corpus's agent folder the one every location resolves to (no PIMEM_DB, no extra folders)."""
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(corpus.agent))
+    monkeypatch.delenv("PIMEM_DB", raising=False)
+    monkeypatch.delenv("PIMEM_SESSIONS_DIRS", raising=False)
+    return corpus
