@@ -172,3 +172,12 @@ def corpus(tmp_path, monkeypatch):
     locations, conn = indexed(copied)
     yield copied, locations, conn
     conn.close()
+
+
+@pytest.fixture
+def browser():
+    """A headless Debian Chromium through Playwright (the test is skipped, saying why, where there is none)."""
+    from support.chromium import chromium
+
+    with chromium() as b:
+        yield b

@@ -8,19 +8,13 @@ downloads a browser. Screenshots go to test-artifacts/.
 from __future__ import annotations
 
 import pytest
-from support.chromium import ARTIFACTS, chromium, serve_env
+from support.chromium import ARTIFACTS, serve_env
 from support.commands import pimem
 from support.pijournal import Journal
 from support.servers import Server, wait_indexed
 from support.usage_world import GPT, OPUS, SECRET, write_usage_world
 
 pytestmark = pytest.mark.slow  # real processes: pytest -m 'not slow' is the fast loop
-
-
-@pytest.fixture
-def browser():
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ laptop and phone widths; screenshots go to test-artifacts/."""
 from __future__ import annotations
 
 import pytest
-from plugin.test_browser import ARTIFACTS, browser, server_env  # noqa: F401 (the browser fixture)
+from support.chromium import ARTIFACTS, serve_env
 from support.commands import pimem
 from support.real_pi import copy_corpus
 from support.servers import Server, wait_indexed
@@ -12,9 +12,9 @@ from support.servers import Server, wait_indexed
 pytestmark = pytest.mark.slow
 
 
-def test_a_forked_pair_links_both_ways_wide_and_narrow(browser, tmp_path):  # noqa: F811
+def test_a_forked_pair_links_both_ways_wide_and_narrow(browser, tmp_path):
     corpus = copy_corpus(tmp_path / "corpus")
-    env = server_env(corpus.agent)
+    env = serve_env(corpus.agent)
     env["HOME"] = str(tmp_path / "home")
     server = Server(env)
     try:

@@ -6,7 +6,7 @@ to see on each (the summary, the diffs, the failures) and that nothing is wider 
 from __future__ import annotations
 
 import pytest
-from support.chromium import ARTIFACTS, chromium, serve_env
+from support.chromium import ARTIFACTS, serve_env
 from support.commands import pimem
 from support.real_pi import copy_corpus
 from support.real_pi_index import session_of
@@ -15,12 +15,6 @@ from support.servers import Server, wait_indexed
 pytestmark = pytest.mark.slow
 
 WIDTHS = (1280, 390)
-
-
-@pytest.fixture
-def browser():
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture
