@@ -35,6 +35,21 @@ def agent_dir() -> Path:
     return Path.home() / ".pi" / "agent"
 
 
+def make_folder(folder: Path, mode: int) -> None:
+    """Create the folder and its missing parents with exactly `mode`, whatever the umask; a folder another
+    process makes at the same moment, and every folder that already existed, keep their modes."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for made in reversed(missing):
+        try:
+            os.mkdir(made, mode)
+        except FileExistsError:
+            continue
+        os.chmod(made, mode)
+
+
 def refuse_planted(path: Path, what: str) -> None:
     """A one-line error unless `path` is this user's and nobody else may write it (a file: nor is it a link).
 
@@ -111,17 +126,7 @@ class Locations:
         """Create the pi-memory folder with mode 0700 (missing parents too); an existing one must be this
         user's and never writable by others (refuse_planted), then it is made 0700."""
         path = self.memory_dir
-        missing = []
-        folder = path
-        while not folder.exists() and folder != folder.parent:
-            missing.append(folder)
-            folder = folder.parent
-        for made in reversed(missing):
-            try:
-                os.mkdir(made, 0o700)
-                os.chmod(made, 0o700)  # the umask may have taken less
-            except FileExistsError:
-                pass  # made at the same moment by another process: checked below like any existing folder
+        make_folder(path, 0o700)
         refuse_planted(path, "folder")
         os.chmod(path, 0o700)
         return path

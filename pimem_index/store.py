@@ -16,7 +16,7 @@ import orjson
 
 from pimem_index import db
 from pimem_index.errors import UserError
-from pimem_index.locations import Locations
+from pimem_index.locations import Locations, make_folder
 
 # 7: this release's changes (edits, forks, ids, terms, narrow usage figures); 6: usage figures, tool_calls
 SCHEMA_VERSION = 7
@@ -287,16 +287,7 @@ def _has_meta(conn: db.Connection) -> bool:
 
 def make_private_folder(folder: Path) -> None:
     """Create the folder and any missing parent with mode 0700; existing ones keep their modes."""
-    missing = []
-    while not folder.exists() and folder != folder.parent:
-        missing.append(folder)
-        folder = folder.parent
-    for folder in reversed(missing):
-        try:
-            os.mkdir(folder, 0o700)
-        except FileExistsError:
-            continue  # another process made it first: its mode is its own
-        os.chmod(folder, 0o700)  # the umask may have taken more than group and other bits
+    make_folder(folder, 0o700)
 
 
 def make_private_file(path: Path) -> None:

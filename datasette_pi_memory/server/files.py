@@ -11,7 +11,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from pimem_index import UserError
+from pimem_index import UserError, make_folder
 
 FILE_MODE = 0o644
 FOLDER_MODE = 0o755
@@ -19,24 +19,14 @@ FOLDER_MODE = 0o755
 
 def make_folders(folder: Path) -> None:
     """Create the folder and its missing parents 0755; an existing folder loses write access for others."""
-    missing = []
-    while not folder.exists() and folder != folder.parent:
-        missing.append(folder)
-        folder = folder.parent
-    for made in reversed(missing):
-        try:
-            os.mkdir(made, FOLDER_MODE)
-        except FileExistsError:
-            pass
-        os.chmod(made, FOLDER_MODE)  # the umask may have taken less, or more, than group and other write
-    target = missing[0] if missing else folder
-    mode = target.stat().st_mode & 0o777
+    make_folder(folder, FOLDER_MODE)
+    mode = folder.stat().st_mode & 0o777
     if mode & 0o022:
         try:
-            os.chmod(target, mode & ~0o022)
+            os.chmod(folder, mode & ~0o022)
         except PermissionError:
             raise UserError(
-                f"{target} is writable by others and is not yours to change; fix it first (e.g. chmod go-w {target})"
+                f"{folder} is writable by others and is not yours to change; fix it first (e.g. chmod go-w {folder})"
             ) from None
 
 
