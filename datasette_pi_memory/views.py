@@ -318,7 +318,7 @@ def _session_view(conn, locations, session_id: str, params: dict, template, help
     data = conversation.page(conn, locations, session_id, **params)
     if data is None or params["entry"]:
         return data, None, None
-    figures = _session_figures(conn, session_id)
+    figures = _session_figures(conn, session_id, locations)
     if figures is not None and data["branch_figures"] is not None:
         figures = {**figures, **data["branch_figures"]}  # the branch shown, not the whole session
     body = template.render({**helpers, "session": data, "figures": figures})
@@ -331,10 +331,11 @@ def _session_params(args) -> dict:
     return {"offset": offset, "entry": args.get("entry") or None, "leaf": args.get("leaf") or None}
 
 
-def _session_figures(conn, session_id: str) -> dict | None:
-    """The session's row of the sessions view (models, duration, tokens, cost, tool calls, errors) for its header."""
+def _session_figures(conn, session_id: str, locations) -> dict | None:
+    """The figures in a session page's header: its row of the sessions reply (title, models, duration,
+    tokens, cost, tool calls, errors)."""
     try:
-        found = activity.sessions(conn, SessionsRequest.create(session_id=session_id, limit=1))["sessions"]
+        found = activity.sessions(conn, SessionsRequest.create(session_id=session_id, limit=1), locations)["sessions"]
     except UserError:  # not in the index (any more)
         return None
     return found[0] if found else None

@@ -281,3 +281,13 @@ async def test_a_session_that_changed_nothing_and_never_failed_says_so_in_one_li
     review = review_of(await get(ds, f"/-/pi-memory/sessions/{world.session('fork_parent')}"))
     assert "No file changed and nothing failed" in review
     assert "<h2>" not in review and "Files changed" not in review
+
+
+@pytest.mark.asyncio
+async def test_a_session_page_is_headed_by_its_name_else_its_first_user_message(ds, world):
+    named = await get(ds, f"/-/pi-memory/sessions/{world.session('rich')}")
+    assert "<h1>Fixture: the rich session</h1>" in named
+    unnamed = await get(ds, f"/-/pi-memory/sessions/{world.session('with_failures')}")
+    assert "<h1>Try a few things that will fail.</h1>" in unnamed
+    assert "<title>Try a few things that will fail. - Pi memory</title>" in unnamed
+    assert "<h1>Session</h1>" not in unnamed and "<h1>Session</h1>" not in named
