@@ -7,7 +7,6 @@ actors, custom SQL and paths outside the journal folders must never get.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import sqlite3
@@ -17,6 +16,7 @@ import pytest
 import pytest_asyncio
 from datasette.tokens import TokenRestrictions
 from datasette_test import Datasette
+from support.faults import put_in_place_of_index
 from support.pijournal import Journal
 from support.plugin_world import FLUENT, HERON, ROOT, api_path, bearer, make_datasette, pimem_serve_datasette, running
 
@@ -797,30 +797,13 @@ ROUTES_AFTER_A_REPLACEMENT = (
 )
 
 
-def _replace_with(path, kind: str) -> None:
-    """Atomically put a non-index file where the index is (a text file or another SQLite database),
-    without the index's -wal and -shm (SQLite would read the old pages from them)."""
-    staged = path.with_name("staged")
-    if kind == "text":
-        staged.write_text("not a database at all\n" * 100)
-    else:
-        other = sqlite3.connect(staged)
-        other.execute("CREATE TABLE notes (body TEXT)")
-        other.commit()
-        other.close()
-    os.replace(staged, path)
-    for suffix in ("-wal", "-shm"):
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(f"{path}{suffix}")
-
-
 @pytest.mark.asyncio
 @pytest.mark.parametrize("kind", ["text", "sqlite"])
 async def test_a_non_index_file_under_the_server_never_breaks_it_once_a_valid_index_is_back(ds, world, locations, kind):
     from pimem_index import store
 
     assert await _ids(ds, world, "heron")
-    _replace_with(locations.db_path, kind)
+    put_in_place_of_index(locations.db_path, kind)
     for _ in range(3 * WORKER_THREADS):  # every worker thread meets the foreign file, some twice
         broken = await ds.client.get(api_path("search", world, scope="global"), actor=ROOT)
         assert broken.status_code != 200 and "heron" not in broken.text, broken.text[:500]

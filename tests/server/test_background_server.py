@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from support.faults import wait_for
 from support.servers import free_port, get, listening_addresses
 
 pytestmark = pytest.mark.slow  # real processes: pytest -m 'not slow' is the fast loop
@@ -60,15 +61,6 @@ def group_members(pgid: int) -> list[int]:
                 if os.getpgid(int(entry.name)) == pgid and alive(int(entry.name)):
                     found.append(int(entry.name))
     return found
-
-
-def wait_for(condition, timeout: float = 20) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return condition()
 
 
 @pytest.fixture

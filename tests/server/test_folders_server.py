@@ -8,9 +8,9 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
+from support.faults import wait_for
 from support.real_pi import copy_corpus
 from support.servers import free_port, get
 
@@ -41,15 +41,6 @@ def run(env: dict, *args) -> subprocess.CompletedProcess:
 
 def record(agent_dir) -> dict:
     return json.loads((agent_dir / "pi-memory" / "server.json").read_text())
-
-
-def wait_for(condition, timeout: float = 30) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return condition()
 
 
 @pytest.fixture

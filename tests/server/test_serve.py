@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from support.commands import pimem
+from support.faults import put_in_place_of_index
 from support.pijournal import Journal
 from support.servers import Server, free_port, get, listening_addresses, wait_indexed
 
@@ -263,23 +264,6 @@ def test_serve_on_a_folder_as_index_asks_for_the_index_file_as_every_command_doe
     assert "Uvicorn running" not in result.stdout and list(folder.iterdir()) == []
 
 
-def _put_in_place_of(path: Path, kind: str) -> None:
-    """Atomically a text file or another SQLite database where the index is, without its -wal and -shm."""
-    staged = path.with_name("staged")
-    if kind == "text":
-        staged.write_text("not a database\n" * 100)
-    else:
-        import sqlite3
-
-        other = sqlite3.connect(staged)
-        other.execute("CREATE TABLE notes (body TEXT)")
-        other.commit()
-        other.close()
-    os.replace(staged, path)
-    for suffix in ("-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
-
-
 @pytest.mark.parametrize("kind", ["text", "sqlite"])
 def test_a_live_server_answers_every_route_again_once_a_replaced_index_is_deleted(env, agent_dir, home, servers, kind):
     cwd = urllib.parse.quote(str(home / "Apps/prjct"))
@@ -291,7 +275,7 @@ def test_a_live_server_answers_every_route_again_once_a_replaced_index_is_delete
     opener = login(server.wait_ready())
     wait_indexed(server, token)
     db_path = agent_dir / "pi-memory" / "history.sqlite"
-    _put_in_place_of(db_path, kind)
+    put_in_place_of_index(db_path, kind)
     for _ in range(12):  # more requests than worker threads: each meets the foreign file
         status, body = get(f"{server.url}/-/pi-memory/api/search?q=heron&cwd={cwd}", token)
         assert status != 200 and "flaky" not in body
