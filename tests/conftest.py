@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 from click.testing import CliRunner
 from support.pijournal import Journal
 from support.plugin_world import FLUENT, HERON
@@ -181,3 +182,22 @@ def browser():
 
     with chromium() as b:
         yield b
+
+
+@pytest.fixture
+def real_pi(tmp_path, monkeypatch):
+    """The real-Pi corpus copied, made the agent folder and indexed (support.real_pi_index.IndexedCorpus)."""
+    from support.real_pi_index import indexed_corpus
+
+    indexed = indexed_corpus(tmp_path, monkeypatch)
+    yield indexed
+    indexed.conn.close()
+
+
+@pytest_asyncio.fixture
+async def real_pi_ds(real_pi):
+    """A Datasette with the plugin over the indexed real-Pi corpus."""
+    from support.plugin_world import make_datasette, running
+
+    async with running(make_datasette(real_pi.locations)) as datasette:
+        yield datasette

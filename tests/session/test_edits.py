@@ -12,34 +12,13 @@ import json
 import re
 
 import pytest
-import pytest_asyncio
-from support.plugin_world import ROOT, make_datasette, running
-from support.real_pi_index import indexed_corpus
+from support.plugin_world import page_html
 
 from pimem_index import journal
 from pimem_index.index import indexer
 from pimem_index.session import conversation
 
 RAW_EDITS = re.compile(r"(&#34;|\")(oldText|newText)(&#34;|\")|edits: \[|\[\{")
-
-
-@pytest.fixture
-def world(tmp_path, monkeypatch):
-    indexed = indexed_corpus(tmp_path, monkeypatch)
-    yield indexed
-    indexed.conn.close()
-
-
-@pytest_asyncio.fixture
-async def ds(world):
-    async with running(make_datasette(world.locations)) as datasette:
-        yield datasette
-
-
-async def get(ds, path: str, **params) -> str:
-    res = await ds.client.get(path, params=params, actor=ROOT)
-    assert res.status_code == 200, res.text[:500]
-    return res.text
 
 
 def edit_calls(data: dict) -> list[dict]:
@@ -71,8 +50,8 @@ def test_an_edit_call_is_indexed_as_old_and_new_text_never_as_json():
     assert other == 'multi\nedits: [{"oldText":"x","newText":"y"}]'  # only the edit tool's edits are replacements
 
 
-def test_an_edit_with_three_replacements_shows_a_diff_for_each(world):
-    data = conversation.page(world.conn, world.locations, world.session("edit_heavy"))
+def test_an_edit_with_three_replacements_shows_a_diff_for_each(real_pi):
+    data = conversation.page(real_pi.conn, real_pi.locations, real_pi.session("edit_heavy"))
     edits = edit_calls(data)
     assert [len(c["edits"]) for c in edits] == [1, 3, 1]
     three = edits[1]["edits"]
@@ -81,8 +60,8 @@ def test_an_edit_with_three_replacements_shows_a_diff_for_each(world):
     assert all(a["key"] != "edits" for c in edits for a in c["args"])  # never the raw argument
 
 
-def test_edits_sent_as_a_json_string_show_as_a_diff_not_as_the_string(world):
-    data = conversation.page(world.conn, world.locations, world.session("edit_json_string"))
+def test_edits_sent_as_a_json_string_show_as_a_diff_not_as_the_string(real_pi):
+    data = conversation.page(real_pi.conn, real_pi.locations, real_pi.session("edit_json_string"))
     notes = [c for c in edit_calls(data) if c["path"] == "NOTES.md"]
     assert len(notes) == 1
     assert [(d["op"], d["text"]) for d in notes[0]["edits"][0]["diff"]["lines"]] == [
@@ -124,8 +103,8 @@ def test_the_legacy_old_and_new_text_arguments_are_one_replacement(conn, locatio
     assert call["path"] == "b.py" and call["args"] == []
 
 
-def test_tool_calls_name_the_file_of_every_edit_shape(world, conn, locations, new_journal):
-    rows = world.conn.execute(
+def test_tool_calls_name_the_file_of_every_edit_shape(real_pi, conn, locations, new_journal):
+    rows = real_pi.conn.execute(
         "SELECT c.path, c.is_error FROM tool_calls c JOIN entries e ON e.rowid = c.entry_rowid "
         "WHERE c.tool = 'edit' ORDER BY e.timestamp"
     ).fetchall()
@@ -138,20 +117,20 @@ def test_tool_calls_name_the_file_of_every_edit_shape(world, conn, locations, ne
 
 
 @pytest.mark.asyncio
-async def test_no_page_shows_raw_edits_json(ds, world):
-    pages = [await get(ds, f"/-/pi-memory/sessions/{sid}") for sid in world.sessions()]
-    edit_heavy = pages[world.sessions().index(world.session("edit_heavy"))]
+async def test_no_page_shows_raw_edits_json(real_pi_ds, real_pi):
+    pages = [await page_html(real_pi_ds, f"/-/pi-memory/sessions/{sid}") for sid in real_pi.sessions()]
+    edit_heavy = pages[real_pi.sessions().index(real_pi.session("edit_heavy"))]
     assert "def add(a: int, b: int) -&gt; int:</div>" in edit_heavy and "DONE: division" in edit_heavy
-    alpha = str(world.corpus.projects["alpha"])
-    search = await get(ds, "/-/pi-memory/search", q="division", scope="project", cwd=alpha)
+    alpha = str(real_pi.corpus.projects["alpha"])
+    search = await page_html(real_pi_ds, "/-/pi-memory/search", q="division", scope="project", cwd=alpha)
     assert "DONE" in search
-    entry = world.conn.execute(
+    entry = real_pi.conn.execute(
         "SELECT id, session_id FROM entries WHERE tool = 'edit' AND kind = 'assistant'"
     ).fetchone()
-    read = await get(ds, "/-/pi-memory/read", id=entry[0], session_id=entry[1])
+    read = await page_html(real_pi_ds, "/-/pi-memory/read", id=entry[0], session_id=entry[1])
     assert "oldText" in read  # the read page shows the entry's text: the replacement, not the JSON
-    table = await get(ds, "/history/entries", tool="edit", kind="assistant")
+    table = await page_html(real_pi_ds, "/history/entries", tool="edit", kind="assistant")
     assert "DONE: division" in table  # the entries table shows each entry's text beside its pointer
-    summaries = await get(ds, "/-/pi-memory/summaries", scope="global")
+    summaries = await page_html(real_pi_ds, "/-/pi-memory/summaries", scope="global")
     for text in [*pages, search, read, table, summaries]:
         assert not RAW_EDITS.search(text), RAW_EDITS.search(text)

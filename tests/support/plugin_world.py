@@ -59,3 +59,10 @@ async def running(datasette: Datasette) -> AsyncIterator[Datasette]:
         yield datasette
     finally:
         await datasette.invoke_shutdown()
+
+
+async def page_html(datasette, path: str, **params) -> str:
+    """A page's HTML as root sees it; anything but a 200 fails the test with the start of the answer."""
+    res = await datasette.client.get(path, params=params, actor=ROOT)
+    assert res.status_code == 200, res.text[:500]
+    return res.text
