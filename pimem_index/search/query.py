@@ -10,9 +10,9 @@ from __future__ import annotations
 import functools
 import math
 import time
+from collections.abc import Collection
 from contextlib import contextmanager
 from datetime import datetime
-from collections.abc import Collection
 from typing import Any, NamedTuple
 
 from pimem_index import db, store
@@ -638,4 +638,3 @@ def indexing_state(conn: db.Connection, locations: Locations) -> dict:
             f"indexing is not complete ({reply['journals_indexed']} of {total} journals); results may be incomplete"
         )
     return reply
-

@@ -2,8 +2,8 @@
 
 Every positive check sits beside a must-not over the same data: another project's entry holding
 the same form is never returned, an entry holding the words as written ranks above one holding
-only other forms of them, an identifier's parts match only as written, a word with no other forms finds what it found before, and only the
-whole words a query matched are marked.
+only other forms of them, an identifier's parts match only as written, a word with no other
+forms finds what it found before, and only the whole words a query matched are marked.
 """
 
 from __future__ import annotations
