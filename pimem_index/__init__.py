@@ -31,6 +31,7 @@ from pimem_index.locations import (
 )
 from pimem_index.manage.folders import listing as folder_listing
 from pimem_index.manage.status import status as index_status
+from pimem_index.memo import IndexMemo
 from pimem_index.search import query, session_ids, wordforms
 from pimem_index.search.request import (
     ReadRequest,
@@ -56,6 +57,7 @@ from pimem_index.store import open_located
 __all__ = [
     "EXAMPLE_CWD",
     "Arg",
+    "IndexMemo",
     "Locations",
     "ReadRequest",
     "SearchRequest",

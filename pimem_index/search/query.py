@@ -323,7 +323,18 @@ BM25_B = 0.75
 STATS_SECONDS = 60.0
 STATS_EXACT_BELOW = 20_000
 STATS_SAMPLE = 5_000
-_stats_cache: dict[str, tuple[float, int | None, int, float]] = {}  # (at, max rowid, count, average)
+
+
+class CollectionStats:
+    """An index's entry count and average characters, when they were taken and at which highest rowid
+    (kept in the index's memo: `_collection_stats`)."""
+
+    def __init__(self) -> None:
+        self.at = 0.0
+        self.high: int | None = None
+        self.count = 0
+        self.average = 0.0
+        self.taken = False
 
 
 def _matches(
@@ -454,18 +465,16 @@ def _idf_of(holding: int, count: int) -> float:
 
 
 def _collection_stats(conn) -> tuple[int, float]:
-    """(entries, average characters), kept a minute per index file unless it is small.
+    """(entries, average characters), kept a minute in the index's memo unless the index is small.
 
     A large index's average comes from its latest entries: it only sets the scale of the
     length factor, and summing every entry's size would cost tens of milliseconds.
     """
-    key = conn.execute("PRAGMA database_list").fetchone()[2]
+    stats = collection_stats(conn)
     high = conn.execute("SELECT max(rowid) FROM entries").fetchone()[0]  # one lookup (min and max together scan)
     now = time.monotonic()
-    if key in _stats_cache:
-        at, high_then, count, average = _stats_cache[key]
-        if high_then == high or (count >= STATS_EXACT_BELOW and now - at < STATS_SECONDS):
-            return count, average
+    if stats.taken and (stats.high == high or (stats.count >= STATS_EXACT_BELOW and now - stats.at < STATS_SECONDS)):
+        return stats.count, stats.average
     count = conn.execute("SELECT count(*) FROM entries").fetchone()[0]
     if count < STATS_EXACT_BELOW:
         average = conn.execute("SELECT avg(chars) FROM entries").fetchone()[0]
@@ -473,8 +482,13 @@ def _collection_stats(conn) -> tuple[int, float]:
         average = conn.execute(
             "SELECT avg(chars) FROM (SELECT chars FROM entries ORDER BY rowid DESC LIMIT ?)", (STATS_SAMPLE,)
         ).fetchone()[0]
-    _stats_cache[key] = (now, high, count, average or 0.0)
-    return count, average or 0.0
+    stats.at, stats.high, stats.count, stats.average, stats.taken = now, high, count, average or 0.0, True
+    return count, stats.average
+
+
+def collection_stats(conn: db.Connection) -> CollectionStats:
+    """The collection statistics kept for the connection's index (`_collection_stats` fills them)."""
+    return db.memo_of(conn).slot("query.collection_stats", CollectionStats)
 
 
 def _rerank(row: EntryRow, score: float, now: float) -> float:
