@@ -27,9 +27,7 @@ async def _searches(ds, world) -> None:
 
 
 @pytest.mark.asyncio
-async def test_the_threads_of_one_server_share_their_index_s_memo_and_a_replaced_index_gets_a_new_one(
-    locations, world
-):
+async def test_the_threads_of_one_server_share_their_index_s_memo_and_a_replaced_index_gets_a_new_one(locations, world):
     async with running(make_datasette(locations)) as ds:
         memory = state(ds)
         await _searches(ds, world)
