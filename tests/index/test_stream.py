@@ -1,4 +1,4 @@
-"""The backfill's stream: named messages (`stream.StreamItem`, kinds `stream.ItemKind`), the same in a process as in a thread."""
+"""The backfill's stream: named messages (`stream.StreamItem`, `stream.ItemKind`), from a process as from a thread."""
 
 from __future__ import annotations
 
