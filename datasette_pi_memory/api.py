@@ -43,13 +43,11 @@ def call(conn, locations: Locations, action: str, args: dict, max_scope: str) ->
     if journal is not None:
         indexer.index_journal(conn, journal)
     if action == "read":
-        return query.read(conn, locations, ReadRequest.from_args(conn, args, max_scope=max_scope, journal_path=journal))
+        return query.read(conn, locations, ReadRequest.from_args(args, max_scope=max_scope, journal_path=journal))
     if action == "usage":
-        return activity.usage(conn, UsageRequest.from_args(conn, args, max_scope=max_scope, journal_path=journal))
+        return activity.usage(conn, UsageRequest.from_args(args, max_scope=max_scope, journal_path=journal))
     if action == "sessions":
-        listing = SessionsRequest.from_args(conn, args, max_scope=max_scope, journal_path=journal)
+        listing = SessionsRequest.from_args(args, max_scope=max_scope, journal_path=journal)
         return activity.sessions(conn, listing, locations)
-    request = SearchRequest.from_args(
-        conn, args, max_scope=max_scope, journal_path=journal, summaries=action == "summaries"
-    )
+    request = SearchRequest.from_args(args, max_scope=max_scope, journal_path=journal, summaries=action == "summaries")
     return query.search(conn, locations, request)

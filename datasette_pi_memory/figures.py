@@ -55,9 +55,7 @@ def _sessions_data(conn, locations, args: dict, max_scope: str) -> dict:
         "shorts": {},
     }
     try:
-        request = SessionsRequest.from_args(
-            conn, {**args, "limit": args["limit"] or SESSIONS_PAGE}, max_scope=max_scope
-        )
+        request = SessionsRequest.from_args({**args, "limit": args["limit"] or SESSIONS_PAGE}, max_scope=max_scope)
         data["reply"] = activity.sessions(conn, request, locations)
         data["models"] = _models(conn, args, max_scope)
     except UserError as e:
@@ -72,7 +70,7 @@ def _sessions_data(conn, locations, args: dict, max_scope: str) -> dict:
 
 def _models(conn, args: dict, max_scope: str) -> list[str]:
     """The models used in the page's scope, the costliest first (the model filter's choices)."""
-    request = UsageRequest.from_args(conn, {**args, "since": None, "until": None, "by": "model"}, max_scope=max_scope)
+    request = UsageRequest.from_args({**args, "since": None, "until": None, "by": "model"}, max_scope=max_scope)
     return [row["key"] for row in activity.usage(conn, request)["rows"] if row["key"]]
 
 
@@ -168,7 +166,7 @@ def _chart(conn, args: dict, max_scope: str, today: date) -> dict:
     """Cost and tokens per bar (day, week or month) split by model, zeros included, oldest first."""
 
     def usage(by: str) -> list[dict]:
-        request = UsageRequest.from_args(conn, {**args, "by": by}, max_scope=max_scope)
+        request = UsageRequest.from_args({**args, "by": by}, max_scope=max_scope)
         return activity.usage(conn, request, split="model")["rows"]
 
     rows = usage("day")
@@ -183,10 +181,10 @@ def _usage_data(conn, locations, args: dict, max_scope: str, today: date) -> dic
     args, projects = _scoped(conn, args, max_scope)
     data: dict[str, Any] = {"projects": projects, "params": args, "report": None, "error": None}
     try:
-        per_model = activity.usage(conn, UsageRequest.from_args(conn, {**args, "by": "model"}, max_scope=max_scope))
-        per_project = activity.usage(conn, UsageRequest.from_args(conn, {**args, "by": "project"}, max_scope=max_scope))
+        per_model = activity.usage(conn, UsageRequest.from_args({**args, "by": "model"}, max_scope=max_scope))
+        per_project = activity.usage(conn, UsageRequest.from_args({**args, "by": "project"}, max_scope=max_scope))
         top = SessionsRequest.from_args(
-            conn, {**args, "sort": "cost", "limit": TOP_SESSIONS, "offset": None}, max_scope=max_scope
+            {**args, "sort": "cost", "limit": TOP_SESSIONS, "offset": None}, max_scope=max_scope
         )
         chart = _chart(conn, args, max_scope, today)
         sessions = [s for s in activity.sessions(conn, top)["sessions"] if s["cost"]]

@@ -36,7 +36,6 @@ from pimem_index.search.request import (
     SearchRequest,
     SessionsRequest,
     UsageRequest,
-    query_terms,
 )
 from pimem_index.session import activity
 
@@ -656,7 +655,7 @@ def _show_results(data: dict, query_text: str | None, as_json: bool) -> None:
         click.secho(data["phrases"]["note"], fg="yellow")
     if data["indexing"].get("note"):
         click.secho(data["indexing"]["note"], fg="yellow")
-    terms = query_terms(query_text)
+    terms = data["terms"]  # the words searched, as the request cut them: never cut again here
     for hit in data["results"]:
         session = _session_of(data, hit)
         click.echo()

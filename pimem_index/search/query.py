@@ -165,7 +165,7 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
     if request.like:  # only the entries of the same text as this one (what a hit's `like` counts)
         where += " AND e.kind = ? AND e.text_digest = ?"
         params.extend(_like_of(conn, request.like, sc))
-    reply: dict = {"action": request.action, **sc.as_json()}
+    reply: dict = {"action": request.action, **sc.as_json(), "terms": list(request.terms)}
     if not terms:
         rows = select_entries(
             conn,
@@ -575,6 +575,7 @@ def read(conn: db.Connection, locations: Locations, request: ReadRequest | str |
         "action": "read",
         "status": "ok",
         **sc.as_json(),
+        "terms": list(request.terms),
         "entry": {**entry_json(row), **exchange.call_keys(conn, locations, row)},
         "text": clean[offset:end],
         "offset": offset,
