@@ -13,9 +13,6 @@ from markupsafe import Markup
 from datasette_pi_memory import api, html, identity
 from datasette_pi_memory.state import ACTION, state
 from pimem_index import (
-    EXAMPLE_CWD,
-    Arg,
-    ReadRequest,
     SessionsRequest,
     UsageRequest,
     UserError,
@@ -262,18 +259,6 @@ async def summaries_page(datasette, request):
     return await _search_or_summaries(datasette, request, "summaries")
 
 
-def _read_data(conn, locations, params: dict, max_scope):
-    request = ReadRequest.create(
-        params["id"] or "",
-        session_id=params["session_id"],
-        cwd=params["cwd"],
-        scope=params["scope"],
-        offset=params["offset"],
-        max_scope=max_scope,
-    )
-    return query.read(conn, locations, request)
-
-
 async def read_page(datasette, request):
     await ensure_pages_allowed(datasette, request)
     memory = state(datasette)
@@ -289,12 +274,11 @@ async def read_page(datasette, request):
         )
     if params["scope"] is None:
         params["scope"] = "session" if params["session_id"] else page_default_scope(max_scope)
+    params["journal"] = None  # the pages do not index on demand
     error = None
     reply = None
-    try:
-        if params["scope"] == "project" and not params["cwd"]:
-            raise UserError("scope 'project' needs cwd", Arg("cwd", EXAMPLE_CWD))
-        reply = await memory.run(_read_data, memory.locations, params, max_scope)
+    try:  # the API's request path: the same request, the same checks and messages
+        reply = await memory.run(api.call, memory.locations, "read", params, max_scope)
     except UserError as e:
         error = e.for_http()
     return await render(
