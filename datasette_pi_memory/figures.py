@@ -24,6 +24,7 @@ from pimem_index import (
     browse,
     figures_scope,
     query_args,
+    replies,
     session_ids,
 )
 
@@ -144,7 +145,7 @@ def _bucket(key: str, since: date, until: date) -> dict:
     }
 
 
-def _period(args: dict, rows: list[dict], today: date) -> tuple[date, date]:
+def _period(args: dict, rows: list[replies.UsageRow], today: date) -> tuple[date, date]:
     """The days the chart covers: the dates asked for, else the first day with figures to today."""
     first = _day(args["since"]) or (_day(rows[0]["key"]) if rows else None) or today
     last = _day(args["until"]) or today
@@ -165,7 +166,7 @@ def _day(value: str | None) -> date | None:
 def _chart(conn, args: dict, max_scope: str, today: date) -> dict:
     """Cost and tokens per bar (day, week or month) split by model, zeros included, oldest first."""
 
-    def usage(by: str) -> list[dict]:
+    def usage(by: str) -> list[replies.UsageRow]:
         request = UsageRequest.from_args({**args, "by": by}, max_scope=max_scope)
         return activity.usage(conn, request, split="model")["rows"]
 

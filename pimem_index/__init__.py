@@ -13,7 +13,7 @@ beneath it (see docs/design.md) import only the layers below them:
 
 __version__ = "0.1.0"
 
-from pimem_index import db, journal, store
+from pimem_index import db, journal, replies, store
 from pimem_index.errors import Arg, UserError
 from pimem_index.humanize import counted, duration, noun
 from pimem_index.index import indexer
@@ -93,6 +93,7 @@ __all__ = [
     "refreshed",
     "make_folder",
     "refuse_planted",
+    "replies",
     "resolve",
     "session_ids",
     "store",

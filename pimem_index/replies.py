@@ -273,6 +273,10 @@ class SessionsReply(TypedDict):
     next_offset: Annotated[int | None, "where the next page starts, null on the last"]
 
 
+# What the API's routes answer with (`/-/pi-memory/api/<action>`), by action.
+ApiReply = SearchReply | ReadReply | StatusReply | UsageReply | SessionsReply
+
+
 class IdentityReply(TypedDict):
     server: Annotated[Literal["pi-memory"], "what answers: this project's server"]
     proof: Annotated[

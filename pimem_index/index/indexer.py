@@ -31,6 +31,7 @@ from pimem_index.index.settings import IndexSettings, or_default
 from pimem_index.index.stream import ItemKind, StreamItem
 from pimem_index.index.workers import ParserStopped  # noqa: F401  (raised through index_all)
 from pimem_index.locations import Locations, find_journals
+from pimem_index.replies import FailedJournal, IndexReply
 
 # How often a backfill renews its lease and publishes its progress.
 PROGRESS_SECONDS = 1.0
@@ -64,7 +65,7 @@ class IndexReport:
         self.removed += other.removed
         self.failed += other.failed
 
-    def as_json(self) -> dict:
+    def as_json(self) -> IndexReply:
         return {
             "files": self.files,
             "entries_added": self.entries_added,
@@ -173,7 +174,7 @@ class Failures:
                 del self.known[key]
 
 
-def failed_journals(conn: db.Connection) -> list[dict]:
+def failed_journals(conn: db.Connection) -> list[FailedJournal]:
     """The journals that could not be indexed, most recent failure first: path, reason and when."""
     return [
         {"path": path, "reason": reason, "at": at}

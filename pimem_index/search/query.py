@@ -12,12 +12,13 @@ import math
 import time
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from pimem_index import db, store
 from pimem_index.errors import Arg, UserError
 from pimem_index.locations import Locations, discover
 from pimem_index.redaction import redact
+from pimem_index.replies import Indexing, Phrases, ReadReply, SearchReply, SessionInfo
 from pimem_index.search import exchange, forks, results, session_info, wordforms
 from pimem_index.search.request import ReadRequest, SearchRequest, query_terms
 from pimem_index.search.reread import (
@@ -127,7 +128,7 @@ def _filters(scope: Scope, since: str | None, until: str | None, kinds: list[str
 
 def search(
     conn: db.Connection, locations: Locations, request: SearchRequest | str | None = None, **fields: Any
-) -> dict:
+) -> SearchReply:
     """Entries matching every term (else any term), best first with a recency discount.
 
     `request` is a SearchRequest; a query text (or None) and keyword fields build one
@@ -140,7 +141,7 @@ def search(
 
 def summaries(
     conn: db.Connection, locations: Locations, request: SearchRequest | str | None = None, **fields: Any
-) -> dict:
+) -> SearchReply:
     """Compaction and branch summaries: newest first, or searched, with the same filters.
 
     `request` is a summaries SearchRequest; a query text (or None) and keyword fields build one.
@@ -153,7 +154,7 @@ def summaries(
 
 
 @_within_budget
-def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -> dict:
+def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -> SearchReply:
     """search and summaries (the request says which), within the time budget."""
     terms, limit = list(request.terms), request.limit
     sc = request_scope(conn, request)
@@ -195,10 +196,12 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
     if terms and request.offset == 0 and len(reply["results"]) < limit:
         _say_where_else(conn, request, sc, reply)
     reply["indexing"] = indexing_state(conn, locations)
-    return reply
+    return cast(SearchReply, reply)
 
 
-def _sessions(conn, locations: Locations, request: SearchRequest | ReadRequest, session_ids: list) -> dict:
+def _sessions(
+    conn, locations: Locations, request: SearchRequest | ReadRequest, session_ids: list
+) -> dict[str, SessionInfo]:
     """The reply's `sessions` map for the sessions its entries belong to, parents only where the cap allows."""
     return session_info.sessions_map(conn, locations, session_ids, lambda ids: visible_sessions(conn, request, ids))
 
@@ -305,9 +308,9 @@ def _count_outside(conn, terms: list[str], wide: Scope, sc: Scope, request: Sear
     return 0
 
 
-def _phrases_json(phrases, found: results.Page) -> dict:
+def _phrases_json(phrases, found: results.Page) -> Phrases:
     """The quoted phrases, how many candidates were checked for them, and a note when that stopped early."""
-    data = {"phrases": [" ".join(p) for p in phrases], "checked": found.phrases_checked, "complete": True}
+    data: Phrases = {"phrases": [" ".join(p) for p in phrases], "checked": found.phrases_checked, "complete": True}
     if not found.phrases_complete:
         data["complete"] = False
         data["note"] = (
@@ -535,7 +538,9 @@ def _hit_json(
     return hit
 
 
-def read(conn: db.Connection, locations: Locations, request: ReadRequest | str | None = None, **fields: Any) -> dict:
+def read(
+    conn: db.Connection, locations: Locations, request: ReadRequest | str | None = None, **fields: Any
+) -> ReadReply:
     """One entry's redacted text, 16,000 characters a page, reread and checked against its pointer.
 
     `request` is a ReadRequest; an entry id and keyword fields build one (`ReadRequest.create`).
@@ -551,42 +556,54 @@ def read(conn: db.Connection, locations: Locations, request: ReadRequest | str |
     if len(preferred) == 1:
         rows = preferred
     if not rows:
-        return {"action": "read", "status": "not_found", **sc.as_json()}
+        return cast(ReadReply, {"action": "read", "status": "not_found", **sc.as_json()})
     if len(rows) > 1:
-        return {
-            "action": "read",
-            "status": "ambiguous",
-            **sc.as_json(),
-            "candidates": [
-                {"session_id": r.session_id, "timestamp": r.timestamp, "kind": r.kind, "cwd": r.cwd, "journal": r.path}
-                for r in rows
-            ],
-        }
+        return cast(
+            ReadReply,
+            {
+                "action": "read",
+                "status": "ambiguous",
+                **sc.as_json(),
+                "candidates": [
+                    {
+                        "session_id": r.session_id,
+                        "timestamp": r.timestamp,
+                        "kind": r.kind,
+                        "cwd": r.cwd,
+                        "journal": r.path,
+                    }
+                    for r in rows
+                ],
+            },
+        )
     row = rows[0]
     clean = redacted_text(conn, row, locations)  # a huge entry's pages after the first come from memory
     if clean is None:
         reason = unavailable_reason(row, locations)
-        return {"action": "read", "status": "unavailable", **sc.as_json(), "reason": reason}
+        return cast(ReadReply, {"action": "read", "status": "unavailable", **sc.as_json(), "reason": reason})
     total = len(clean)
     if offset > total:
         raise UserError(f"offset {offset} is past the end of this entry ({total} characters)", Arg("offset", 0))
     end = offset + PAGE_CHARS
-    return {
-        "action": "read",
-        "status": "ok",
-        **sc.as_json(),
-        "terms": list(request.terms),
-        "entry": {**entry_json(row), **exchange.call_keys(conn, locations, row)},
-        "text": clean[offset:end],
-        "offset": offset,
-        "next_offset": end if end < total else None,
-        "total_chars": total,
-        **({"around": exchange.around(conn, locations, row, request.around)} if request.around else {}),
-        "sessions": _sessions(conn, locations, request, [row.session_id]),
-    }
+    return cast(
+        ReadReply,
+        {
+            "action": "read",
+            "status": "ok",
+            **sc.as_json(),
+            "terms": list(request.terms),
+            "entry": {**entry_json(row), **exchange.call_keys(conn, locations, row)},
+            "text": clean[offset:end],
+            "offset": offset,
+            "next_offset": end if end < total else None,
+            "total_chars": total,
+            **({"around": exchange.around(conn, locations, row, request.around)} if request.around else {}),
+            "sessions": _sessions(conn, locations, request, [row.session_id]),
+        },
+    )
 
 
-def indexing_state(conn: db.Connection, locations: Locations) -> dict:
+def indexing_state(conn: db.Connection, locations: Locations) -> Indexing:
     """How far backfill has come; when incomplete, a note that results may be incomplete."""
     state = store.backfill_progress(conn)
     if state is None:
@@ -597,7 +614,7 @@ def indexing_state(conn: db.Connection, locations: Locations) -> dict:
         complete = total == 0
     else:
         total, done, complete = state["journals_total"], state["journals_done"], state["complete"]
-    reply = {
+    reply: Indexing = {
         "complete": bool(complete),
         "journals_indexed": min(done, total) if total else done,
         "journals_total": total,
