@@ -7,9 +7,9 @@ import ast
 import json
 from pathlib import Path
 
-import pi_lines
-from benchmarks import corpus
 from support.pijournal import Journal
+
+from benchmarks import corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL_PI = ROOT / "tests" / "fixtures" / "real_pi" / "sessions"
