@@ -210,7 +210,9 @@ CREATE TABLE IF NOT EXISTS journal_errors (
 # No index copies the usage figures: usage and the sessions view scan the entries table (one pass,
 # about 1.1-1.4x the CPU of a covering index's, for 0.6% of the journals' size less; docs/performance.md).
 ENTRY_INDEXES = {
-    "entries_file_offset": "CREATE INDEX IF NOT EXISTS entries_file_offset ON entries(file_id, offset)",
+    # A journal's entries (its rowids, in the order they were written): no offset in it, as no query
+    # ranges over offsets (a file's entries in offset order are a sort of one journal's rows).
+    "entries_file": "CREATE INDEX IF NOT EXISTS entries_file ON entries(file_id)",
     "entries_id": "CREATE INDEX IF NOT EXISTS entries_id ON entries(eid)",
     "entries_timestamp": "CREATE INDEX IF NOT EXISTS entries_timestamp ON entries(ts)",
     "entries_summaries": "CREATE INDEX IF NOT EXISTS entries_summaries ON entries(ts) "

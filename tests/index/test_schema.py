@@ -8,7 +8,7 @@ import sqlite_utils
 
 from pimem_index import db, journal, store
 from pimem_index.index import indexer
-from pimem_index.search import query
+from pimem_index.search import exchange, query
 
 CONTRACT_COLUMNS = {
     "files": set(),
@@ -143,3 +143,13 @@ def test_ids_that_look_like_numbers_keep_their_text(conn, locations, new_journal
     row = conn.execute("SELECT id, session_id, typeof(eid), typeof(sid) FROM entries").fetchone()
     assert row == ("12", "1e5", "text", "text")
     assert query.read(conn, locations, "12", scope="global")["entry"]["session_id"] == "1e5"
+
+
+def test_a_journals_entries_are_found_through_an_index_of_their_file_alone(world, locations):
+    index = sqlite_utils.Database(str(locations.db_path))
+    assert [r["name"] for r in index.query("SELECT name FROM pragma_index_info('entries_file')")] == ["file_id"]
+    plan = " ".join(r["detail"] for r in index.query("EXPLAIN QUERY PLAN " + exchange.FILE_ENTRIES, [1]))
+    assert "USING INDEX entries_file (file_id=?)" in plan and "SCAN entries" not in plan
+    file_id = index.execute("SELECT id FROM files WHERE path = ?", [str(world["a"].path)]).fetchone()[0]
+    offsets = [r[3] for r in index.execute(exchange.FILE_ENTRIES, [file_id]).fetchall()]
+    assert offsets == sorted(offsets) and len(offsets) == len(world["ids"])
