@@ -31,6 +31,7 @@ from pimem_index.index.settings import IndexSettings, or_default
 from pimem_index.index.stream import ItemKind, StreamItem
 from pimem_index.index.workers import ParserStopped  # noqa: F401  (raised through index_all)
 from pimem_index.locations import Locations, find_journals
+from pimem_index.redaction.driver import compiled as redaction_rules
 from pimem_index.replies import FailedJournal, IndexReply
 
 # How often a backfill renews its lease and publishes its progress.
@@ -353,6 +354,7 @@ def _from_processes(
         message_bytes=settings.message_text_bytes,
         ahead_bytes=settings.ahead_text_bytes,
         start_method=settings.start_method,
+        before_fork=redaction_rules,  # compiled once here, not in each process
     )
     try:
         for item in items:
