@@ -71,10 +71,17 @@ def _outcome_of_call(conn, locations: Locations, row: EntryRow) -> dict:
     return {"outcome": outcome(found[1], code), "result": first_line(entry.text)}
 
 
+# How far before a tool result its call is looked for first (entries, by rowid): a journal's entries are
+# written in order, so a call lies a few entries before its result; farther, the whole table is read.
+CALL_BEFORE = 100
+_CALL_OF_RESULT = "SELECT entry_rowid, call_id, tool FROM tool_calls WHERE result_rowid = ?"
+
+
 def _call_of_result(conn, locations: Locations, row: EntryRow) -> dict:
     found = conn.execute(
-        "SELECT entry_rowid, call_id, tool FROM tool_calls WHERE result_rowid = ? ORDER BY rowid LIMIT 1", (row.rowid,)
-    ).fetchone()
+        f"{_CALL_OF_RESULT} AND entry_rowid BETWEEN ? AND ? ORDER BY rowid LIMIT 1",
+        (row.rowid, row.rowid - CALL_BEFORE, row.rowid),
+    ).fetchone() or conn.execute(f"{_CALL_OF_RESULT} ORDER BY rowid LIMIT 1", (row.rowid,)).fetchone()
     if found is None:
         return {}
     calls = select_entries(conn, "e.rowid = ?", [found[0]])

@@ -12,7 +12,7 @@ from support.real_pi_index import indexed_corpus
 from pimem_index.cli import cli
 from pimem_index.errors import UserError
 from pimem_index.index.indexer import index_all
-from pimem_index.search import query
+from pimem_index.search import exchange, query
 
 
 @pytest.fixture
@@ -55,6 +55,25 @@ def test_a_results_hit_carries_its_call(world):
     assert "outcome" not in bash and "result" not in bash
     for hit in search(world, "fail", "user"):
         assert not {"call", "outcome", "result"} & hit.keys()
+
+
+def test_a_results_hit_carries_its_call_even_when_the_call_was_indexed_long_before(conn, locations, new_journal, home):
+    j = new_journal("Apps/prjct")
+    j.assistant(tool_calls=[("bash", {"command": "make far-zebra"})])
+    far_call = j.call_ids[0]
+    index_all(conn, locations)  # the call is indexed; the session goes on while others are written
+    other = new_journal("Apps/other")
+    for n in range(exchange.CALL_BEFORE + 20):
+        other.user(f"note {n}")
+    index_all(conn, locations)
+    far = j.tool_result("bash", "zebra built", call_id=far_call)
+    j.assistant(tool_calls=[("bash", {"command": "make near-zebra"})])
+    near = j.tool_result("bash", "zebra tested", call_id=j.call_ids[0])
+    index_all(conn, locations)
+    reply = query.search(conn, locations, "zebra", cwd=str(home / "Apps/prjct"), kinds=["tool_result"])
+    hits = {h["id"]: h for h in reply["results"]}
+    assert hits[far]["call"] == "bash: make far-zebra"
+    assert hits[near]["call"] == "bash: make near-zebra"  # the near result is not given another call
 
 
 def test_a_user_bash_run_carries_its_exit_code(world):
