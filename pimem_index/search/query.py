@@ -408,8 +408,7 @@ def _candidates(
 
 def _ordered(ranked: list[tuple[EntryRow, float]], now: float) -> list[tuple[float, EntryRow]]:
     """(reranked score, row), best first by `_rerank`."""
-    reranked = sorted(((_rerank(row, score, now), row) for row, score in ranked), key=lambda t: (-t[0], -t[1].rowid))
-    return reranked
+    return sorted(((_rerank(row, score, now), row) for row, score in ranked), key=lambda t: (-t[0], -t[1].rowid))
 
 
 def _ranked(
@@ -478,7 +477,6 @@ def _ranked_forms(
         [*held_params, max(average, 1.0), _in_scope(expression, scope), *params],
     )
     return [(EntryRow._make(row[:-1]), row[-1]) for row in rows]
-
 
 
 def _held_form(word: Word, op: str, scope: Scope | None) -> tuple[str, list]:
