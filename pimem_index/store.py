@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
@@ -20,12 +22,30 @@ from pimem_index.locations import Locations, make_folder
 
 # 7: this release's changes (edits, forks, ids, terms, narrow usage figures); 6: usage figures, tool_calls
 SCHEMA_VERSION = 7
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 FTS_HASHSIZE = 16 * 1024 * 1024
 # The term index's options, shared with the benchmark's floor. detail=none keeps which entries
 # hold a term and nothing else: no positions (no query needs them; excerpts come from the
 # journal) and no per-column lists, so the index stays a fraction of the journals' size.
 # FTS5's bm25() needs positions, so query.py ranks with its own BM25 (query._ranked).
 FTS_OPTIONS = "content='', contentless_delete=1, detail=none, tokenize='unicode61 remove_diacritics 2'"
+
+# An entry's `ts` (epoch milliseconds) as the ISO text Pi writes (journal.normalize_timestamp's form).
+TS_TEXT = "strftime('%Y-%m-%dT%H:%M:%fZ', ts / 1000.0, 'unixepoch')"
+# An ISO timestamp bound as a parameter, in epoch milliseconds (NULL when it is NULL or not a date).
+TS_FROM_TEXT = "CAST(round(unixepoch(?, 'subsec') * 1000) AS INTEGER)"
+# A stored session id (`sid`, made by `session_key`) as its text: a UUID's 16 bytes in the 8-4-4-4-12 form.
+SESSION_TEXT = (
+    "CASE WHEN typeof(sid) = 'blob' THEN lower(format('%s-%s-%s-%s-%s', substr(hex(sid), 1, 8), "
+    "substr(hex(sid), 9, 4), substr(hex(sid), 13, 4), substr(hex(sid), 17, 4), substr(hex(sid), 21))) ELSE sid END"
+)
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+# An entry's message role from its kind: the role Pi writes for each kind (journal.ROLE_KINDS;
+# version 2's `hookMessage` reads as `custom`, as its kind does). Summaries have no role.
+KIND_ROLE = (
+    "CASE kind WHEN 'user' THEN 'user' WHEN 'assistant' THEN 'assistant' WHEN 'tool_result' THEN 'toolResult' "
+    "WHEN 'bash' THEN 'bashExecution' WHEN 'custom' THEN 'custom' END"
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -66,10 +86,17 @@ CREATE TABLE IF NOT EXISTS entries (
     file_id INTEGER NOT NULL REFERENCES files(id),
     id TEXT NOT NULL,
     parent_id TEXT,
-    session_id TEXT,
-    timestamp TEXT,
+    -- The session's id as stored (`session_key`): a UUID's 16 bytes (36 as text), any other id its text.
+    -- `session_id` gives the id's text back.
+    sid ANY,
+    session_id TEXT GENERATED ALWAYS AS ({session_text}) VIRTUAL,
+    -- When the entry was written, in milliseconds since 1970 UTC (6 bytes where the ISO text took 24):
+    -- what queries filter and sort on. `timestamp` gives the journal's ISO text back.
+    ts INTEGER,
+    timestamp TEXT GENERATED ALWAYS AS ({ts_text}) VIRTUAL,
     kind TEXT NOT NULL,
-    role TEXT,
+    -- The message's role follows from the kind (journal.ROLE_KINDS), so it takes no bytes.
+    role TEXT GENERATED ALWAYS AS ({kind_role}) VIRTUAL,
     tool TEXT,
     chars INTEGER NOT NULL,
     line INTEGER NOT NULL,
@@ -96,7 +123,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts USING fts5(text, {fts_options});
 -- (paired by call id within the journal), NULL until that result is indexed.
 CREATE TABLE IF NOT EXISTS tool_calls (
     entry_rowid INTEGER NOT NULL,
-    session_id TEXT,
+    sid ANY,  -- as entries.sid: the session's id, a UUID in 16 bytes
+    session_id TEXT GENERATED ALWAYS AS ({session_text}) VIRTUAL,
     call_id TEXT,
     tool TEXT,
     path TEXT,
@@ -173,17 +201,13 @@ CREATE TABLE IF NOT EXISTS journal_errors (
 ENTRY_INDEXES = {
     "entries_file_offset": "CREATE INDEX IF NOT EXISTS entries_file_offset ON entries(file_id, offset)",
     "entries_id": "CREATE INDEX IF NOT EXISTS entries_id ON entries(id)",
-    "entries_timestamp": "CREATE INDEX IF NOT EXISTS entries_timestamp ON entries(timestamp)",
-    "entries_summaries": "CREATE INDEX IF NOT EXISTS entries_summaries ON entries(timestamp) "
+    "entries_timestamp": "CREATE INDEX IF NOT EXISTS entries_timestamp ON entries(ts)",
+    "entries_summaries": "CREATE INDEX IF NOT EXISTS entries_summaries ON entries(ts) "
     "WHERE kind IN ('compaction', 'branch_summary')",
     "entries_errors": "CREATE INDEX IF NOT EXISTS entries_errors ON entries(file_id) "
     "WHERE is_error = 1 OR exit_code <> 0",
     "tool_calls_entry": "CREATE INDEX IF NOT EXISTS tool_calls_entry ON tool_calls(entry_rowid)",
     "entries_digest": "CREATE INDEX IF NOT EXISTS entries_digest ON entries(text_digest)",
-    # A session's edit and write calls (its page's files changed, files most edited for one session): only
-    # those, so the index holds a fifth of the calls (queries name the same `tool IN ('edit', 'write')`).
-    "tool_calls_session": "CREATE INDEX IF NOT EXISTS tool_calls_session ON tool_calls(session_id) "
-    "WHERE tool IN ('edit', 'write')",
 }
 
 
@@ -225,6 +249,29 @@ def scope_terms(cwd: str | None, session_id: str | None) -> str:
     if session_id:
         terms.append(scope_token("s", session_id))
     return " ".join(terms)
+
+
+def epoch_ms(iso: str) -> int:
+    """A UTC ISO timestamp (journal.iso_utc's form, or any ISO form with an offset) in epoch milliseconds,
+    as entries.ts holds it."""
+    moment = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - EPOCH) // timedelta(milliseconds=1)
+
+
+def session_key(session_id: str | None) -> bytes | str | None:
+    """A session id as entries.sid and tool_calls.sid store it: a lowercase UUID's 16 bytes, any other id
+    as it is (SESSION_TEXT gives the text back either way)."""
+    if session_id is not None and _UUID.fullmatch(session_id):
+        return bytes.fromhex(session_id.replace("-", ""))
+    return session_id
+
+
+def ts_text(ms: int) -> str:
+    """Epoch milliseconds (entries.ts) as the ISO text entries.timestamp gives (TS_TEXT, in Python)."""
+    moment = EPOCH + timedelta(milliseconds=ms)
+    return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
 
 
 def open_index(path: str | Path) -> db.Connection:
@@ -364,7 +411,13 @@ def fts_text(text: str, scope: str) -> str:
 
 
 def _statements(script: str) -> list[str]:
-    script = script.replace("{fts_options}", FTS_OPTIONS)
+    for name, sql in (
+        ("{fts_options}", FTS_OPTIONS),
+        ("{ts_text}", TS_TEXT),
+        ("{kind_role}", KIND_ROLE),
+        ("{session_text}", SESSION_TEXT),
+    ):
+        script = script.replace(name, sql)
     return [s.strip() for s in script.split(";\n") if s.strip()]
 
 

@@ -43,7 +43,7 @@ class EntryRow(NamedTuple):
     rowid: int
     id: str
     session_id: str | None
-    timestamp: str | None
+    ts: int | None  # when it was written, epoch milliseconds (`timestamp` is the ISO text)
     kind: str
     role: str | None
     tool: str | None
@@ -58,9 +58,15 @@ class EntryRow(NamedTuple):
     tokens_before: int | None
     text_digest: int | None  # the indexed text's digest (index.parsing.text_digest): same text, same digest
 
+    @property
+    def timestamp(self) -> str | None:
+        """When the entry was written, as the journal's UTC ISO text (entries.timestamp's value)."""
+        return None if self.ts is None else store.ts_text(self.ts)
+
 
 # EntryRow's columns over `entries e JOIN files f` (ENTRY_FROM).
-ENTRY_COLUMNS = ", ".join(("f." if name in ("cwd", "path") else "e.") + name for name in EntryRow._fields)
+# The session id is the journal's (files.session_id, as entries.session_id computes it from its sid).
+ENTRY_COLUMNS = ", ".join(("f." if name in ("cwd", "path", "session_id") else "e.") + name for name in EntryRow._fields)
 ENTRY_FROM = "FROM entries e JOIN files f ON f.id = e.file_id"
 
 

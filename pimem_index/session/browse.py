@@ -10,7 +10,7 @@ import os
 from datetime import UTC, date, datetime, timedelta
 from typing import NamedTuple
 
-from pimem_index import db
+from pimem_index import db, store
 from pimem_index.locations import Locations
 from pimem_index.search import session_info
 from pimem_index.search.reread import (
@@ -103,7 +103,7 @@ def entry_text(conn: db.Connection, locations: Locations, rowid: int, max_chars:
 
 def entry_shown(conn: db.Connection, locations: Locations, hit: dict, max_chars: int = SUMMARY_CHARS) -> dict | None:
     """A hit's entry (by its id and session) with its redacted text, shortened: a page shows more than the excerpt."""
-    rows = select_entries(conn, "e.id = ? AND e.session_id = ? LIMIT 1", (hit["id"], hit["session_id"]))
+    rows = select_entries(conn, "e.id = ? AND f.session_id = ? LIMIT 1", (hit["id"], hit["session_id"]))
     return _shown(conn, locations, rows[0], max_chars) if rows else None
 
 
@@ -114,9 +114,9 @@ def entries_per_day(conn: db.Connection, days: int = 60, today: date | None = No
     counts = {
         day: (entries, sessions)
         for day, entries, sessions in conn.execute(
-            "SELECT substr(e.timestamp, 1, 10) AS day, COUNT(*), COUNT(DISTINCT e.file_id) "
-            "FROM entries e WHERE e.timestamp >= ? GROUP BY day",
-            (start.isoformat(),),
+            "SELECT date(e.ts / 1000, 'unixepoch') AS day, COUNT(*), COUNT(DISTINCT e.file_id) "
+            "FROM entries e WHERE e.ts >= ? GROUP BY day",
+            (store.epoch_ms(start.isoformat()),),
         )
     }
     out = []

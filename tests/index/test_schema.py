@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import sqlite_utils
+
+from pimem_index import db, store
 
 CONTRACT_COLUMNS = {
     "files": set(),
@@ -19,11 +23,16 @@ SESSIONS_VIEW = {
 }  # fmt: skip
 
 
+def selected_columns(index: sqlite_utils.Database, table: str) -> set[str]:
+    """The columns `SELECT *` gives: a table's stored and computed (generated) columns."""
+    return {d[0] for d in index.execute(f"SELECT * FROM [{table}] LIMIT 0").description}
+
+
 def test_the_index_offers_the_contracts_tables_view_and_columns(world, locations):
     index = sqlite_utils.Database(str(locations.db_path))
     for table, columns in CONTRACT_COLUMNS.items():
         assert index[table].exists(), table
-        assert columns <= set(index[table].columns_dict), (table, columns - set(index[table].columns_dict))
+        assert columns <= selected_columns(index, table), (table, columns - selected_columns(index, table))
     assert "sessions" in index.view_names()
     assert SESSIONS_VIEW <= {c.name for c in index["sessions"].columns}
     assert index["entries"].count > 0
@@ -38,3 +47,56 @@ def test_no_table_of_the_index_holds_the_journals_text(world, locations):
     heron = world["ids"]["user"]
     rows = list(index.query("SELECT * FROM entries WHERE id = ?", [heron]))
     assert rows and not any("heron" in str(v).lower() for v in rows[0].values())
+
+
+def test_an_entrys_time_is_stored_as_epoch_milliseconds_and_read_as_the_journals_iso_text(world, locations):
+    index = sqlite_utils.Database(str(locations.db_path))
+    written = {}
+    for journal in (world["a"], world["b"]):
+        for line in journal.path.read_text().splitlines():
+            obj = json.loads(line)
+            if obj.get("type") != "session":
+                written[obj["id"]] = obj["timestamp"]
+    rows = list(index.query("SELECT id, ts, typeof(ts) AS stored, timestamp FROM entries"))
+    assert rows and {r["id"]: r["timestamp"] for r in rows} == written
+    assert {r["stored"] for r in rows} == {"integer"}
+    assert all(store.ts_text(r["ts"]) == r["timestamp"] for r in rows)
+    stored = {c.name for c in index["entries"].columns}  # sqlite-utils lists stored columns only
+    assert "ts" in stored and not {"timestamp", "role"} & stored
+
+
+def test_an_entrys_role_follows_from_its_kind_and_takes_no_bytes(world, locations):
+    index = sqlite_utils.Database(str(locations.db_path))
+    roles = {r["kind"]: r["role"] for r in index.query("SELECT DISTINCT kind, role FROM entries")}
+    assert roles == {
+        "user": "user", "assistant": "assistant", "tool_result": "toolResult", "bash": "bashExecution",
+        "compaction": None, "branch_summary": None,
+    }  # fmt: skip
+    assert "role" not in {c.name for c in index["entries"].columns}
+
+
+def test_a_session_id_is_stored_as_a_uuids_16_bytes_and_read_as_its_text(world, locations):
+    index = sqlite_utils.Database(str(locations.db_path))
+    journals = {row["path"]: row["session_id"] for row in index.query("SELECT path, session_id FROM files")}
+    for table, rowid in (("entries", "e.rowid"), ("tool_calls", "e.entry_rowid")):
+        rows = list(
+            index.query(
+                f"SELECT e.session_id, typeof(e.sid) AS stored, length(e.sid) AS size, f.path FROM {table} e "
+                f"JOIN entries x ON x.rowid = {rowid} JOIN files f ON f.id = x.file_id"
+            )
+        )
+        assert rows and all(r["session_id"] == journals[r["path"]] for r in rows), table
+        assert {(r["stored"], r["size"]) for r in rows} == {("blob", 16)}, table
+        assert "session_id" not in {c.name for c in index[table].columns}, table
+
+
+def test_a_session_id_that_is_not_a_lowercase_uuid_is_stored_as_it_is():
+    for odd in ("session-one", "0C340C8B-0000-4000-8000-000000000000", "redacted-0123456789abcdef"):
+        assert store.session_key(odd) == odd
+    uuid = "019a6d3e-0c34-7c8b-9d2e-0123456789ab"
+    assert store.session_key(uuid) == bytes.fromhex(uuid.replace("-", ""))
+    conn = db.connect(":memory:")
+    conn.execute(f"CREATE TABLE t (sid ANY, session_id TEXT GENERATED ALWAYS AS ({store.SESSION_TEXT}) VIRTUAL)")
+    for value in (uuid, "session-one", None):
+        conn.execute("INSERT INTO t (sid) VALUES (?)", (store.session_key(value),))
+    assert [r[0] for r in conn.execute("SELECT session_id FROM t")] == [uuid, "session-one", None]
