@@ -78,10 +78,13 @@ _CALL_OF_RESULT = "SELECT entry_rowid, call_id, tool FROM tool_calls WHERE resul
 
 
 def _call_of_result(conn, locations: Locations, row: EntryRow) -> dict:
-    found = conn.execute(
-        f"{_CALL_OF_RESULT} AND entry_rowid BETWEEN ? AND ? ORDER BY rowid LIMIT 1",
-        (row.rowid, row.rowid - CALL_BEFORE, row.rowid),
-    ).fetchone() or conn.execute(f"{_CALL_OF_RESULT} ORDER BY rowid LIMIT 1", (row.rowid,)).fetchone()
+    found = (
+        conn.execute(
+            f"{_CALL_OF_RESULT} AND entry_rowid BETWEEN ? AND ? ORDER BY rowid LIMIT 1",
+            (row.rowid, row.rowid - CALL_BEFORE, row.rowid),
+        ).fetchone()
+        or conn.execute(f"{_CALL_OF_RESULT} ORDER BY rowid LIMIT 1", (row.rowid,)).fetchone()
+    )
     if found is None:
         return {}
     calls = select_entries(conn, "e.rowid = ?", [found[0]])
