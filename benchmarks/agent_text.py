@@ -179,6 +179,7 @@ def answers(checkout: Path, corpus: str, db: str, cwd: str, queries: list[str]) 
         capture_output=True,
         text=True,
         env=env,
+        cwd=str(checkout),  # `python -c` puts the current folder first on sys.path: the checkout's code, not ours
         check=True,
     )
     return json.loads(proc.stdout)
