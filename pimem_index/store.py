@@ -18,6 +18,7 @@ import orjson
 
 from pimem_index import db
 from pimem_index.errors import UserError
+from pimem_index.journal import KINDS
 from pimem_index.locations import Locations, make_folder
 
 # 7: this release's changes (edits, forks, ids, terms, narrow usage figures); 6: usage figures, tool_calls
@@ -43,9 +44,12 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 # An entry's message role from its kind: the role Pi writes for each kind (journal.ROLE_KINDS;
 # version 2's `hookMessage` reads as `custom`, as its kind does). Summaries have no role.
 KIND_ROLE = (
-    "CASE kind WHEN 'user' THEN 'user' WHEN 'assistant' THEN 'assistant' WHEN 'tool_result' THEN 'toolResult' "
-    "WHEN 'bash' THEN 'bashExecution' WHEN 'custom' THEN 'custom' END"
+    "CASE k WHEN 0 THEN 'user' WHEN 1 THEN 'assistant' WHEN 2 THEN 'toolResult' "
+    "WHEN 3 THEN 'bashExecution' WHEN 4 THEN 'custom' END"
 )
+# An entry's kind (entries.k) as its name, and a kind's name bound as a parameter as its number.
+KIND_TEXT = "CASE k " + " ".join(f"WHEN {n} THEN '{kind}'" for n, kind in enumerate(KINDS)) + " END"
+KIND_FROM_TEXT = "CASE ? " + " ".join(f"WHEN '{kind}' THEN {n}" for n, kind in enumerate(KINDS)) + " END"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -94,8 +98,10 @@ CREATE TABLE IF NOT EXISTS entries (
     -- what queries filter and sort on. `timestamp` gives the journal's ISO text back.
     ts INTEGER,
     timestamp TEXT GENERATED ALWAYS AS ({ts_text}) VIRTUAL,
-    kind TEXT NOT NULL,
-    -- The message's role follows from the kind (journal.ROLE_KINDS), so it takes no bytes.
+    -- The kind as its place in journal.KINDS (0 to 6: no byte or one where its name took 4 to 14),
+    -- `kind` gives the name back, and the message's role follows from it (journal.ROLE_KINDS).
+    k INTEGER NOT NULL,
+    kind TEXT GENERATED ALWAYS AS ({kind_text}) VIRTUAL,
     role TEXT GENERATED ALWAYS AS ({kind_role}) VIRTUAL,
     tool TEXT,
     chars INTEGER NOT NULL,
@@ -415,6 +421,7 @@ def _statements(script: str) -> list[str]:
         ("{fts_options}", FTS_OPTIONS),
         ("{ts_text}", TS_TEXT),
         ("{kind_role}", KIND_ROLE),
+        ("{kind_text}", KIND_TEXT),
         ("{session_text}", SESSION_TEXT),
     ):
         script = script.replace(name, sql)

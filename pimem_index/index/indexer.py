@@ -437,12 +437,14 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: parsing.Batch, expe
         return file_id
 
 
-# The entries columns a batch's values go to, in EntryValues' order (its timestamp is stored as ts).
+# The entries columns a batch's values go to, in EntryValues' order: its timestamp is stored as ts,
+# its kind as k (entries.timestamp and entries.kind are computed from them).
+STORED = {"timestamp": "ts", "kind": "k"}
 INSERT_COLUMNS = (
     "rowid",
     "file_id",
     "sid",
-    *("ts" if name == "timestamp" else name for name in parsing.EntryValues._fields),
+    *(STORED.get(name, name) for name in parsing.EntryValues._fields),
 )
 # Rows carry "" and parsing.NO_INT for a missing value, turned into NULL here: binding None
 # costs pysqlite3 about 2 us a value (a quarter of the entries' insert time).
@@ -450,6 +452,7 @@ NULLABLE = {
     "sid": "NULLIF(?, '')",
     "parent_id": "NULLIF(?, '')",
     "ts": store.TS_FROM_TEXT.replace("?", "NULLIF(?, '')"),
+    "k": store.KIND_FROM_TEXT,
     "tool": "NULLIF(?, '')",
     "tokens_before": f"NULLIF(?, {parsing.NO_INT})",
     "model": "NULLIF(?, '')",

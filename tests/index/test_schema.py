@@ -6,7 +6,7 @@ import json
 
 import sqlite_utils
 
-from pimem_index import db, store
+from pimem_index import db, journal, store
 
 CONTRACT_COLUMNS = {
     "files": set(),
@@ -52,8 +52,8 @@ def test_no_table_of_the_index_holds_the_journals_text(world, locations):
 def test_an_entrys_time_is_stored_as_epoch_milliseconds_and_read_as_the_journals_iso_text(world, locations):
     index = sqlite_utils.Database(str(locations.db_path))
     written = {}
-    for journal in (world["a"], world["b"]):
-        for line in journal.path.read_text().splitlines():
+    for written_journal in (world["a"], world["b"]):
+        for line in written_journal.path.read_text().splitlines():
             obj = json.loads(line)
             if obj.get("type") != "session":
                 written[obj["id"]] = obj["timestamp"]
@@ -100,3 +100,16 @@ def test_a_session_id_that_is_not_a_lowercase_uuid_is_stored_as_it_is():
     for value in (uuid, "session-one", None):
         conn.execute("INSERT INTO t (sid) VALUES (?)", (store.session_key(value),))
     assert [r[0] for r in conn.execute("SELECT session_id FROM t")] == [uuid, "session-one", None]
+
+
+def test_an_entrys_kind_is_stored_as_its_number_and_read_as_its_name(world, locations):
+    index = sqlite_utils.Database(str(locations.db_path))
+    rows = list(index.query("SELECT id, k, typeof(k) AS stored, kind FROM entries"))
+    by_id = {r["id"]: r for r in rows}
+    for kind in ("user", "assistant", "tool_result", "bash", "compaction", "branch_summary"):
+        entry = by_id[world["ids"][kind]]
+        assert entry["kind"] == kind and entry["k"] == journal.KINDS.index(kind) and entry["stored"] == "integer"
+    assert "kind" not in {c.name for c in index["entries"].columns}
+    assert [r["n"] for r in index.query("SELECT count(*) AS n FROM entries WHERE kind = 'user'")] == [
+        sum(r["kind"] == "user" for r in rows)
+    ]
