@@ -1,6 +1,6 @@
 """The agent benchmark: how much text the memory_context tool hands the model for 10 hits.
 
-    python benchmarks/agent_text.py CORPUS [--before 0aa4fe1] [--work DIR]
+    python -m benchmarks.agent_text CORPUS [--before 0aa4fe1] [--work DIR]
 
 Fixed agent-like queries (AGENT_QUERIES) run over the corpus in the project scope of its largest
 project, through the code of a checkout (the API's reply, `query.search` with the tool's
@@ -21,8 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import docs_figures  # noqa: E402
+from benchmarks import docs_figures
 
 ROOT = Path(__file__).resolve().parent.parent
 EXTENSION = Path("datasette_pi_memory/server/pi_extension/memory_context.ts")

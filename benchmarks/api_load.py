@@ -1,7 +1,7 @@
 """The API under load: N concurrent agent clients against this tree and a baseline, interleaved.
 
-    python benchmarks/api_load.py [--before /work/base-c4ed829] [--corpus DIR] [--clients 20]
-                                  [--seconds 8] [--rounds 3] [--extra 20MB] [--profile] [--no-docs]
+    python -m benchmarks.api_load [--before /work/base-c4ed829] [--corpus DIR] [--clients 20]
+                                  [--seconds 6] [--rounds 4] [--extra 20MB] [--profile] [--no-docs]
 
 Each tree (this one, and BEFORE: a checkout with its own `.venv`) gets its own copy of a cold index
 of CORPUS (built once with that tree's `pimem index`, kept under --work), its own agent folder,
@@ -23,7 +23,7 @@ the phase lasts until the server's status shows it all indexed (its watcher pick
 second; at least PASS_SECONDS), so its requests are those answered while the pass ran.
 
 --profile: afterwards, this tree's server again under yappi (CPU clock, every thread) for one
-phase, and the functions where its CPU time goes (benchmarks/profiled_serve.py).
+phase, and the functions where its CPU time goes (benchmarks.profiled_serve).
 Figures go into docs/performance.md between the markers below.
 """
 
@@ -44,13 +44,11 @@ import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks import corpus as corpus_mod
+from benchmarks import docs_figures, run
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
-
-import corpus as corpus_mod  # noqa: E402
-import docs_figures  # noqa: E402
-import run  # noqa: E402
 
 DOCS_START = "<!-- api load: written by benchmarks/api_load.py -->"
 DOCS_END = "<!-- end of api load -->"
@@ -143,7 +141,7 @@ def start_server(t: Tree, corpus: Path, profile_to: Path | None = None) -> None:
     args += ["--host", "127.0.0.1", "--port", str(t.port)]
     cmd = t.pimem(*args)
     if profile_to is not None:
-        cmd = [t.python, str(HERE / "profiled_serve.py"), str(profile_to), *args]
+        cmd = [t.python, "-m", "benchmarks.profiled_serve", str(profile_to), *args]
     log = open(t.work / f"{t.label}-serve.log", "wb")
     t.proc = subprocess.Popen(
         cmd, env=t.env(), cwd=str(t.root), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -356,7 +354,7 @@ def summary(phases: list[dict]) -> dict:
 def markdown(result: dict) -> str:
     b, n = result["labels"]
     lines = [
-        f"`python benchmarks/api_load.py` ({result['clients']} clients, {result['rounds']} interleaved rounds of "
+        f"`python -m benchmarks.api_load` ({result['clients']} clients, {result['rounds']} interleaved rounds of "
         f"{result['seconds']} s, corpus {result['corpus']} ({result['corpus_mb']} MB), {result['when']}, "
         f"load before {result['load']}): this tree against {result['before']}.",
         "",
@@ -398,8 +396,8 @@ def extra_corpus(work: Path, size: int, seed: int) -> Path:
     out = work / f"extra-{corpus_mod.format_size(size)}-s{seed}"
     if not (out / "manifest.json").exists():
         shutil.rmtree(out, ignore_errors=True)
-        cmd = [sys.executable, str(HERE / "corpus.py"), str(out), "--size", corpus_mod.format_size(size)]
-        subprocess.run([*cmd, "--seed", str(seed)], check=True, capture_output=True)
+        cmd = [sys.executable, "-m", "benchmarks.corpus", str(out), "--size", corpus_mod.format_size(size)]
+        subprocess.run([*cmd, "--seed", str(seed)], check=True, capture_output=True, cwd=str(ROOT))
     return out
 
 
@@ -458,7 +456,8 @@ def main(argv: list[str] | None = None) -> int:
             took = wait_indexed(t, journals_of(corpus))
             print(f"[{t.label}] serving on {t.port} ({took:.1f} s to ready)", flush=True)
         paths = plan(corpus, trees["this"])
-        print(f"{len(paths)} requests in the mix; {args.clients} clients", flush=True)
+        (work / "plan.json").write_text(json.dumps(paths, indent=0))
+        print(f"{len(paths)} requests in the mix (listed in {work / 'plan.json'}); {args.clients} clients", flush=True)
         for t in trees.values():  # warm-up: both servers have answered every request once
             load(t, paths, args.clients, 2)
         for r in range(args.rounds):
@@ -497,11 +496,11 @@ def main(argv: list[str] | None = None) -> int:
         "load": [round(x, 1) for x in load_before],
         "labels": labels,
     }
-    for phase in ("idle", "indexing"):
-        if all(phases[phase][k] for k in labels):
-            result[phase] = {k: summary(phases[phase][k]) for k in labels}
-            result.setdefault("ratios", {})[phase] = ratios(result[phase]["before"], result[phase]["this"])
-    print(json.dumps({k: v for k, v in result.items()}, indent=1))
+    for name in ("idle", "indexing"):
+        if all(phases[name][k] for k in labels):
+            result[name] = {k: summary(phases[name][k]) for k in labels}
+            result.setdefault("ratios", {})[name] = ratios(result[name]["before"], result[name]["this"])
+    print(json.dumps(result))
     if args.profile:
         profile(trees["this"], corpus, paths, args.clients, args.seconds, work)
     if not args.no_docs and "indexing" in result:

@@ -1,6 +1,6 @@
 """Benchmark pimem_index.redaction.redact.
 
-    python benchmarks/bench_redact.py [--quick]
+    python -m benchmarks.bench_redact [--quick]
 
 Prints
 * MB/s on realistic Pi-like text (code from the standard library's own
@@ -35,11 +35,7 @@ import tarfile
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import docs_figures  # noqa: E402
-
+from benchmarks import docs_figures
 from pimem_index.redaction import redact
 
 DOCS_START = "<!-- redaction figures: written by benchmarks/bench_redact.py -->"
@@ -234,26 +230,16 @@ def _time(fn, *args, repeat: int = 1) -> float:
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# A child process times per-entry redaction with the pimem_index of TREE (imported before this module, so
-# its own import of redact finds TREE's): prints seconds for the realistic entries of SIZE bytes.
-_CHILD = """
-import sys, time
-sys.path.insert(0, sys.argv[1])
-import pimem_index.redaction
-assert pimem_index.redaction.__file__.startswith(sys.argv[1]), pimem_index.redaction.__file__
-sys.path.insert(1, sys.argv[2])
-import bench_redact
-entries = bench_redact.realistic_entries(int(sys.argv[3]))
-redact = pimem_index.redaction.redact
-redact(entries[0])  # the rules compile on first use (on import, in older trees)
-best = float("inf")
-for _ in range(2):
-    t0 = time.process_time()  # CPU time: steadier than wall time on a shared machine
-    for e in entries:
-        redact(e)
-    best = min(best, time.process_time() - t0)
-print(best)
-"""
+
+def child_seconds(size: int) -> float:
+    """CPU seconds to redact the realistic entries of ``size`` bytes one by one, best of two, with the
+    pimem_index this process imported (the tree a parent ran it in: see ``_child_seconds``)."""
+    import pimem_index.redaction
+
+    entries = realistic_entries(size)
+    redact_entry = pimem_index.redaction.redact
+    redact_entry(entries[0])  # the rules compile on first use (on import, in older trees)
+    return _time(lambda: [redact_entry(e) for e in entries], repeat=2)
 
 
 def _tree_of(rev: str, into: str) -> str:
@@ -266,18 +252,28 @@ def _tree_of(rev: str, into: str) -> str:
 
 
 def _child_seconds(tree: str, size: int) -> float:
-    bench_dir = os.path.dirname(os.path.abspath(__file__))
+    """``child_seconds`` in a child process that imports ``tree``'s pimem_index: `-m` puts its working
+    folder (``tree``) first on sys.path, and PYTHONPATH finds this package's benchmarks behind it."""
+    env = dict(os.environ, PYTHONPATH=ROOT)
     out = subprocess.run(
-        [sys.executable, "-c", _CHILD, tree, bench_dir, str(size)], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "benchmarks.bench_redact", "--child-seconds", str(size)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tree,
+        env=env,
     )
-    return float(out.stdout.split()[-1])
+    where, seconds = out.stdout.split()[-2:]
+    assert where.startswith(os.path.join(tree, "")), f"{where} is not under {tree}"
+    return float(seconds)
 
 
 def against(rev: str, size: int, rounds: int) -> tuple[float, float]:
     """(seconds with this checkout, seconds with ``rev``): the best of ``rounds`` child runs each, interleaved."""
     with tempfile.TemporaryDirectory() as tmp:
         old_tree = _tree_of(rev, tmp)
-        new, old = [], []
+        new: list[float] = []
+        old: list[float] = []
         for i in range(rounds):
             pair = [(ROOT, new), (old_tree, old)]
             for tree, times in pair if i % 2 == 0 else pair[::-1]:
@@ -292,7 +288,14 @@ def main() -> int:
     ap.add_argument("--no-docs", action="store_true", help="do not write the figures into docs/performance.md")
     ap.add_argument("--against", metavar="REV", help="also time REV's redaction on the same entries (git revision)")
     ap.add_argument("--rounds", type=int, default=5, help="child runs per side with --against (default 5)")
+    ap.add_argument("--child-seconds", type=int, metavar="BYTES", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child_seconds:
+        import pimem_index.redaction
+
+        seconds = child_seconds(args.child_seconds)
+        print(pimem_index.redaction.__file__, seconds)
+        return 0
     size = int((8 if args.quick else args.size) * MB)
     sizes = [1, 2, 4] if args.quick else [1, 2, 4, 8, 16]
 

@@ -1,6 +1,6 @@
 """Generate a realistic corpus of Pi session journals for the benchmark suite.
 
-    python benchmarks/corpus.py OUTDIR --size 500MB [--seed N]
+    python -m benchmarks.corpus OUTDIR --size 500MB [--seed N]
 
 or, from Python, ``generate(outdir, size_bytes, seed) -> stats``.
 
@@ -35,6 +35,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -486,7 +487,7 @@ class Session:
         self.read_files: list[str] = []
         self.modified_files: list[str] = []
         self.model = MODELS[self.rng.randrange(len(MODELS))]
-        self.pending_plants: list[tuple[str, object]] = []  # (kind preference, plant)
+        self.pending_plants: list[tuple[str, Any, int]] = []  # (kind preference, plant, after this many bytes)
         self.last_placements: list[dict] = []
 
     # low level ---------------------------------------------------------------
@@ -604,7 +605,7 @@ class Session:
         inp = rng.randint(800, 60_000)
         cr = rng.randint(0, 150_000)
         cw = rng.randint(0, 8000)
-        u = {"input": inp, "output": out_tokens, "cacheRead": cr, "cacheWrite": cw}
+        u: dict[str, Any] = {"input": inp, "output": out_tokens, "cacheRead": cr, "cacheWrite": cw}
         if self.version >= 3:
             u["totalTokens"] = inp + out_tokens + cr + cw
         parts = [n * price / 1e6 for n, price in zip((inp, out_tokens, cr, cw), PRICES[self.model[2]], strict=True)]
@@ -678,7 +679,7 @@ class Session:
             path, doc = pool.code_doc(rng) if rng.random() < 0.8 else pool.prose_doc(rng)
             if rng.random() < self.g.image_rate * 0.5:
                 path = path.rsplit(".", 1)[0] + ".png"
-                args = {"path": path}
+                args: dict[str, Any] = {"path": path}
                 text = "Read image file [image/png]"
                 images = [
                     {
@@ -997,7 +998,7 @@ class Generator:
         self.second_header_next = False
         self.needles: dict[str, dict] = {}
         self.secrets: list[dict] = []
-        self._handles: dict[str, object] = {}
+        self._handles: dict[str, BinaryIO] = {}
 
     def write(self, rel: str, data: bytes) -> None:
         f = self._handles.get(rel)
@@ -1033,10 +1034,10 @@ class Generator:
             total += s
         return sizes
 
-    def insert_plant(self, session: Session, item: object, text: str, kind: str) -> str:
+    def insert_plant(self, session: Session, item: Any, text: str, kind: str) -> str:
         """Put a needle word or a secret into `text` and record where it went."""
         rng = session.rng
-        placement = {
+        placement: dict[str, Any] = {
             "session_id": session.session_id,
             "journal": session.rel,
             "cwd": session.cwd,
@@ -1056,7 +1057,6 @@ class Generator:
                 p = dict(placement, word=w)
                 self.needles[w]["placements"].append(p)
                 session.last_placements.append(p)
-            placement = None
         else:
             word = item  # a needle
             placement["word"] = word
@@ -1076,7 +1076,7 @@ class Generator:
             pos = text.find("\n", rng.randrange(len(text)))
             pos = len(text) if pos < 0 else pos
         sep = " " if kind == "tool_call" else "\n"
-        if placement is not None:
+        if not isinstance(item, tuple):  # a pair's two placements are recorded above
             session.last_placements.append(placement)
         return text[:pos] + sep + snippet + sep + text[pos:]
 
@@ -1098,7 +1098,7 @@ class Generator:
         # plants ----------------------------------------------------------------
         blob = self.pool.lower_blob()
         used: set[str] = set()
-        plan: list[list[tuple[str, object]]] = [[] for _ in range(n)]
+        plan: list[list[tuple[str, Any]]] = [[] for _ in range(n)]
         n_needles = max(24, min(80, n // 2))
         for k in range(n_needles):
             word = make_needle(rng, blob, used)
@@ -1134,7 +1134,7 @@ class Generator:
         # sessions ----------------------------------------------------------------
         kinds_total: dict[str, int] = {}
         types_total: dict[str, int] = {}
-        files = []
+        files: list[dict[str, Any]] = []
         indexable = 0
         total_bytes = 0
         for i in range(n):
@@ -1158,10 +1158,10 @@ class Generator:
                     "entries": sess.kinds,
                 }
             )
-            for k, v in sess.kinds.items():
-                kinds_total[k] = kinds_total.get(k, 0) + v
-            for k, v in sess.types.items():
-                types_total[k] = types_total.get(k, 0) + v
+            for name, v in sess.kinds.items():
+                kinds_total[name] = kinds_total.get(name, 0) + v
+            for name, v in sess.types.items():
+                types_total[name] = types_total.get(name, 0) + v
             indexable += sess.indexable
             total_bytes += sess.size
         cwd_set = {f["cwd"] for f in files}
@@ -1170,15 +1170,15 @@ class Generator:
             for p in rec["placements"]:
                 p["project"] = roots[p["cwd"]]
         secrets = []
-        for s in self.secrets:
-            p = s.get("placement") or {}
+        for secret in self.secrets:
+            placed = secret.get("placement") or {}
             secrets.append(
                 {
-                    "secret_kind": s["secret_kind"],
-                    "value": s["value"],
-                    "probes": s["probes"],
+                    "secret_kind": secret["secret_kind"],
+                    "value": secret["value"],
+                    "probes": secret["probes"],
                     **{
-                        k: p.get(k)
+                        k: placed.get(k)
                         for k in ("session_id", "journal", "cwd", "entry_id", "kind", "field", "line", "version")
                     },
                 }

@@ -1,6 +1,6 @@
 """Datasette's own table pages over a big index: each page as `pimem serve` configures it against `_nofacet=1`.
 
-    python benchmarks/datasette_pages.py [CORPUS] [--rounds 5] [--no-docs]
+    python -m benchmarks.datasette_pages [CORPUS] [--rounds 5] [--no-docs]
 
 CORPUS defaults to benchmarks/corpus/500MB-s1 (generated when absent). The corpus is indexed cold into
 benchmarks/out/datasette_pages/history.sqlite (a child `pimem index`), then a Datasette with exactly the
@@ -22,11 +22,11 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks import docs_figures
+
 ROOT = Path(__file__).resolve().parent.parent
 HERE = ROOT / "benchmarks"
-sys.path.insert(0, str(HERE))
 
-import docs_figures  # noqa: E402
 
 DOCS_START = "<!-- datasette pages: written by benchmarks/datasette_pages.py -->"
 DOCS_END = "<!-- end of datasette pages -->"
@@ -38,7 +38,7 @@ def ensure_corpus(path: Path) -> Path:
     """The corpus at path, generated (500 MB, seed 1) in a child process when it has no manifest."""
     if not (path / "manifest.json").exists():
         print(f"generating a 500 MB corpus in {path}", flush=True)
-        subprocess.run([sys.executable, str(HERE / "corpus.py"), str(path), "--size", "500MB"], check=True)
+        subprocess.run([sys.executable, "-m", "benchmarks.corpus", str(path), "--size", "500MB"], check=True, cwd=ROOT)
     return path
 
 

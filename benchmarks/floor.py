@@ -1,9 +1,9 @@
 """The floor: the bare cost of the FTS5 inserts a one-core indexer cannot avoid.
 
-    python benchmarks/floor.py CORPUS_DIR [--db PATH] [--json]
+    python -m benchmarks.floor CORPUS_DIR [--db PATH] [--json]
 
 Extracts the indexable text of every journal entry (with the project's own parser,
-``pimem_index.journal``, when it exists; a plain fallback otherwise) and inserts it into
+``pimem_index.journal``) and inserts it into
 a bare ``fts5(text, <the index's own options>)`` table (``pimem_index.store.FTS_OPTIONS``:
 contentless, the same tokenizer and detail) in large transactions.
 Only the inserts (and their commits) are timed; parsing is timed separately. The floor
@@ -19,13 +19,13 @@ import resource
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from pimem_index import db
+from pimem_index import db, journal, store
+from pimem_index.redaction import redact as redact_text
 
 MB = 1024 * 1024
 BATCH_CHARS = 16 * MB  # texts handed to one executemany
@@ -35,95 +35,22 @@ COMMIT_CHARS = 128 * MB  # texts per transaction
 # --------------------------------------------------------------------------- extraction
 
 
-def _fallback_extractor():
-    """The simplest reading of the format, used only when pimem_index.journal is missing."""
-
-    def blocks(content) -> str:
-        if isinstance(content, str):
-            return content
-        if not isinstance(content, list):
-            return ""
-        out = []
-        for b in content:
-            if isinstance(b, dict):
-                if b.get("type") == "text":
-                    out.append(b.get("text") or "")
-                elif b.get("type") == "thinking" and not b.get("redacted"):
-                    out.append(b.get("thinking") or "")
-                elif b.get("type") == "toolCall":
-                    out.append(str(b.get("name") or ""))
-                    args = b.get("arguments")
-                    if isinstance(args, dict):
-                        out.extend(
-                            f"{k}: {v if isinstance(v, str) else orjson.dumps(v).decode()}" for k, v in args.items()
-                        )
-        return "\n".join(out)
+def get_extractor() -> tuple[str, Callable[[bytes, int], str | None]]:
+    """(name, extract(line_bytes, lineno) -> text or None): the project's own parser."""
 
     def extract(line: bytes, lineno: int) -> str | None:
         try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError:
+            e = journal.parse_line(line, lineno)
+        except journal.Malformed:
             return None
-        if not isinstance(obj, dict):
-            return None
-        t = obj.get("type")
-        if t == "message":
-            m = obj.get("message") or {}
-            role = m.get("role")
-            if role == "bashExecution":
-                return f"$ {m.get('command') or ''}\n{m.get('output') or ''}"
-            if role in ("user", "assistant", "toolResult", "custom", "hookMessage"):
-                return blocks(m.get("content"))
-            return None
-        if t in ("compaction", "branch_summary"):
-            return obj.get("summary") or ""
-        if t == "custom_message":
-            return blocks(obj.get("content"))
-        return None
-
-    return extract
-
-
-def get_extractor() -> tuple[str, object]:
-    """(name, extract(line_bytes, lineno) -> text or None)."""
-    try:
-        from pimem_index import journal
-    except ImportError:
-        return "benchmarks/floor.py fallback", _fallback_extractor()
-    parse_line = journal.parse_line
-    Entry = journal.Entry
-    Malformed = getattr(journal, "Malformed", ValueError)
-
-    def extract(line: bytes, lineno: int) -> str | None:
-        try:
-            e = parse_line(line, lineno)
-        except Malformed:
-            return None
-        return e.text if isinstance(e, Entry) else None
+        return e.text if isinstance(e, journal.Entry) else None
 
     return "pimem_index.journal.parse_line", extract
 
 
 def positions_fts_options() -> str:
     """The index's options as they were before schema 3: positions kept (FTS5's bm25() works)."""
-    return _index_fts_options().replace("detail=none, ", "")
-
-
-def _index_fts_options() -> str:
-    """The index's own FTS5 options, so the floor writes the same kind of term index."""
-    try:
-        from pimem_index.store import FTS_OPTIONS
-    except ImportError:
-        return "content='', contentless_delete=1"
-    return FTS_OPTIONS
-
-
-def get_redactor():
-    try:
-        from pimem_index.redaction import redact
-    except ImportError:
-        return None
-    return redact
+    return store.FTS_OPTIONS.replace("detail=none, ", "")
 
 
 def journals(corpus: Path) -> list[Path]:
@@ -145,7 +72,7 @@ def measure(
     corpus = Path(corpus)
     files = journals(corpus)
     name, extract = get_extractor()
-    redact = get_redactor() if time_redaction else None
+    redact = redact_text if time_redaction else None
     redact_s = 0.0  # timed apart, for the report: the floor itself inserts unredacted text
     tmpdir = None
     if db_path is None:
@@ -157,7 +84,7 @@ def measure(
         except FileNotFoundError:
             pass
     conn = db.connect(db_path)
-    options = fts_options or _index_fts_options()
+    options = fts_options or store.FTS_OPTIONS
     conn.execute(f"CREATE VIRTUAL TABLE fts USING fts5(text, {options})")
     for key, value in (config or {}).items():  # e.g. automerge=8, crisismerge=32, pgsz=8000
         conn.execute("INSERT INTO fts(fts, rank) VALUES (?, ?)", (key, int(value)))

@@ -1,7 +1,7 @@
 """The index's size per table and index (SQLite's dbstat), as a share of the journals' bytes, against
 another install indexing the same corpus in the same run; writes the table to docs/performance.md.
 
-    python benchmarks/index_size.py CORPUS [--before TREE] [--no-docs]
+    python -m benchmarks.index_size CORPUS [--before TREE] [--no-docs]
 
 TREE is another checkout with its own .venv (e.g. `git worktree add /tmp/base <commit>`). Sizes in
 bytes do not depend on the machine's load, unlike times; the CPU-seconds of each `pimem index` (all its
@@ -20,8 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from docs_figures import replace_between  # noqa: E402
+from benchmarks.docs_figures import replace_between
 
 HERE = Path(__file__).resolve().parent.parent
 DOCS_START = "<!-- index size figures: written by benchmarks/index_size.py -->"

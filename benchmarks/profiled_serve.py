@@ -1,6 +1,6 @@
-"""`pimem serve` under yappi (CPU clock, every thread), for benchmarks/api_load.py --profile.
+"""`pimem serve` under yappi (CPU clock, every thread), for `python -m benchmarks.api_load --profile`.
 
-    python benchmarks/profiled_serve.py OUT serve --db DB ... (pimem's arguments)
+    python -m benchmarks.profiled_serve OUT serve --db DB ... (pimem's arguments)
 
 SIGUSR1 forgets what was measured so far (start-up, warm-up). When the server stops (SIGINT),
 writes to OUT where its CPU time went: the functions with the most CPU time including what they
@@ -13,12 +13,12 @@ import io
 import signal
 import sys
 
-import yappi
-
 TOP = 40
 
 
 def report() -> str:
+    import yappi  # type: ignore[import-untyped,import-not-found,unused-ignore]  # only for profiling: not a dependency
+
     stats = yappi.get_func_stats()
     total = sum(s.tsub for s in stats) or 1.0
     out = io.StringIO()
@@ -31,6 +31,8 @@ def report() -> str:
 
 
 def main() -> None:
+    import yappi  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
     out, args = sys.argv[1], sys.argv[2:]
     yappi.set_clock_type("cpu")
     yappi.start(builtins=False, profile_threads=True)

@@ -1,6 +1,6 @@
 """Ranking without positions against FTS5's bm25() with positions, and query words in other forms.
 
-    python benchmarks/ranking.py [CORPUS_DIR] [--queries 200] [--seed 7] [--no-docs]
+    python -m benchmarks.ranking [CORPUS_DIR] [--queries 200] [--seed 7] [--no-docs]
 
 The index keeps no term positions (store.FTS_OPTIONS, detail=none), so search ranks with
 its own BM25 over which terms an entry holds (query._ranked). This builds the index three times
@@ -26,16 +26,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks import docs_figures
+from benchmarks.floor import positions_fts_options
+from pimem_index import store
+from pimem_index.index import indexer
+from pimem_index.locations import resolve
+from pimem_index.search import query, reread, scope, wordforms
+
 ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT.parent))
 
-import docs_figures  # noqa: E402
-from floor import positions_fts_options  # noqa: E402
-
-from pimem_index import store  # noqa: E402
-from pimem_index.index import indexer  # noqa: E402
-from pimem_index.locations import resolve  # noqa: E402
-from pimem_index.search import query, reread, scope, wordforms  # noqa: E402
 
 WORD = re.compile(r"[^\W_]+")
 
@@ -105,7 +104,7 @@ def figures(ranks: list[int | None]) -> tuple[float, float, float, float]:
     return (
         sum(1 / r for r in ranks if r) / n,
         sum(r == 1 for r in ranks) / n,
-        sum(bool(r) and r <= 10 for r in ranks) / n,
+        sum(r is not None and r <= 10 for r in ranks) / n,
         sum(bool(r) for r in ranks) / n,
     )
 

@@ -1,15 +1,15 @@
 """The benchmark suite in one command.
 
-    python benchmarks/run.py                      # 500 MB corpus, every measurement
-    python benchmarks/run.py --quick              # 50 MB corpus, a smoke run
-    python benchmarks/run.py --sizes 250MB,500MB,1GB   # linearity: cold index MB/s per size
+    python -m benchmarks.run                      # 500 MB corpus, every measurement
+    python -m benchmarks.run --quick              # 50 MB corpus, a smoke run
+    python -m benchmarks.run --sizes 250MB,500MB,1GB   # linearity: cold index MB/s per size
 
 Generates (or reuses) a corpus with benchmarks/corpus.py, then measures in one run:
 the bare-FTS5 floor (benchmarks/floor.py), the cold index (`pimem index`, in a child
 process: throughput, peak RSS, index size), correctness (planted needles found in their
 project and not outside it, planted secrets never search terms nor in a read), the time
 from appending an entry to it being searchable, in-process search and read latency, and,
-when `pimem serve` exists, API latency over HTTP, idle and during a cold backfill.
+API latency over HTTP (`pimem serve`), idle and during a cold backfill.
 Prints a table with the targets of issues 3, 4 and 8 and writes the figures as JSON
 (comparing with the previous JSON at the same path when there is one).
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http.client
-import inspect
 import json
 import os
 import platform
@@ -37,16 +36,17 @@ import time
 import traceback
 import urllib.parse
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+from benchmarks import corpus as corpus_mod
+from benchmarks import docs_figures
+from benchmarks import floor as floor_mod
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HERE))
 
-import corpus as corpus_mod  # noqa: E402
-import docs_figures  # noqa: E402
-import floor as floor_mod  # noqa: E402
 
 MB = 1024 * 1024
 PY = sys.executable
@@ -109,7 +109,6 @@ TARGETS = {
     "floor_linearity_spread_cpu": (None, None, "", "ratio"),
 }
 
-NOT_AVAILABLE = "not available yet"
 # FTS5 settings that make bulk inserts faster than the defaults (a larger in-memory term hash
 # flushed less often): an indexer using them can beat the default floor, so it is measured too.
 TUNED_FTS = ["hashsize=16777216"]
@@ -127,8 +126,8 @@ def pct(values: list[float], q: float) -> float | None:
     return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
-def ms(seconds: float) -> float:
-    return round(seconds * 1000, 2)
+def ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 2)
 
 
 def loadavg() -> list[float]:
@@ -262,31 +261,6 @@ def run_measured(cmd: list[str], env: dict, timeout: float) -> dict:
     }
 
 
-def module_available(name: str) -> tuple[bool, str]:
-    """Import in a child so a half-written module cannot break this process."""
-    r = subprocess.run([PY, "-c", f"import {name}"], capture_output=True, text=True, cwd=str(ROOT))
-    if r.returncode == 0:
-        return True, ""
-    last = (r.stderr.strip().splitlines() or ["?"])[-1]
-    return False, last
-
-
-def cli_has(command: str) -> bool:
-    r = subprocess.run([PY, "-m", "pimem_index", command, "--help"], capture_output=True, text=True, cwd=str(ROOT))
-    return r.returncode == 0
-
-
-def call_flexible(fn, *args, **kwargs):
-    """Call with only the keyword arguments the function accepts (the API may still move)."""
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return fn(*args, **kwargs)
-    if any(p.kind == p.VAR_KEYWORD for p in params.values()):
-        return fn(*args, **kwargs)
-    return fn(*args, **{k: v for k, v in kwargs.items() if k in params})
-
-
 # --------------------------------------------------------------------------- stages
 
 
@@ -318,9 +292,9 @@ COMMON_QUERIES = (
 class Bench:
     def __init__(self, args):
         self.args = args
-        self.metrics: dict[str, object] = {}
+        self.metrics: dict[str, Any] = {}
         self.notes: dict[str, str] = {}
-        self.details: dict[str, object] = {}
+        self.details: dict[str, Any] = {}
         self.work = Path(args.work or (HERE / "out" / "work")).resolve()
         self.work.mkdir(parents=True, exist_ok=True)
         self.agent = self.work / "agent"
@@ -365,7 +339,7 @@ class Bench:
         t = time.perf_counter()
         # in a child process: the text pool must not stay in this process's memory
         subprocess.run(
-            [PY, str(HERE / "corpus.py"), str(path), "--size", str(size), "--seed", str(seed)],
+            [PY, "-m", "benchmarks.corpus", str(path), "--size", str(size), "--seed", str(seed)],
             check=True,
             cwd=str(ROOT),
             stdout=subprocess.DEVNULL,
@@ -380,13 +354,13 @@ class Bench:
 
     # floor -------------------------------------------------------------------
     def floor(
-        self, corpus: Path, label: str = "floor", config: list[str] = (), fts_options: str | None = None
+        self, corpus: Path, label: str = "floor", config: Sequence[str] = (), fts_options: str | None = None
     ) -> dict | None:
         env = dict(self.env, PIMEM_BENCH_TMP=str(self.work))
         extra = [a for c in config for a in ("--config", c)]
         if fts_options:
             extra += ["--fts-options", fts_options]
-        r = run_measured([PY, str(HERE / "floor.py"), str(corpus), "--json", *extra], env, timeout=3600)
+        r = run_measured([PY, "-m", "benchmarks.floor", str(corpus), "--json", *extra], env, timeout=3600)
         if r["returncode"] != 0:
             self.log(f"  floor failed: {r['stderr'].strip().splitlines()[-1:]}")
             return None
@@ -399,17 +373,9 @@ class Bench:
 
     # cold index --------------------------------------------------------------
     def cold_index(self, corpus: Path, db_path: Path) -> dict | None:
-        ok, why = module_available("pimem_index.index.indexer")
-        if not ok:
-            self.log(f"  indexer {NOT_AVAILABLE}: {why}")
-            return None
         remove_db(db_path)
-        if cli_has("index"):
-            cmd = [PY, "-m", "pimem_index", "index", "--sessions-dir", str(corpus), "--db", str(db_path), "--json"]
-            how = "pimem index --json (child process)"
-        else:
-            cmd = [PY, str(HERE / "run.py"), "--child-index", str(db_path), str(corpus)]
-            how = "pimem_index.index.indexer.index_all (child process)"
+        cmd = [PY, "-m", "pimem_index", "index", "--sessions-dir", str(corpus), "--db", str(db_path), "--json"]
+        how = "pimem index --json (child process)"
         load = loadavg()
         r = run_measured(cmd, self.env, timeout=7200)
         if r["returncode"] != 0:
@@ -494,22 +460,6 @@ class Bench:
         return qs
 
     def search_bench(self, db_path: Path) -> None:
-        ok, why = module_available("pimem_index.search.query")
-        if not ok:
-            self.unavailable(
-                [
-                    "search_p50_ms",
-                    "search_p95_ms",
-                    "read_p50_ms",
-                    "needles_found",
-                    "needles_leaked",
-                    "secret_terms",
-                    "secret_in_read",
-                ],
-                f"{NOT_AVAILABLE}: {why}",
-            )
-            self.log(f"  query module {NOT_AVAILABLE}: {why}")
-            return
         from pimem_index.search import query
 
         conn, loc = self.open_lib(db_path, [])
@@ -523,7 +473,7 @@ class Bench:
         home = "/home/u"  # the corpus's home: makes project roots match the manifest's
 
         def search(q, **kw):
-            return call_flexible(query.search, conn, loc, q or None, home=home, **kw)
+            return query.search(conn, loc, q or None, home=home, **kw)
 
         # correctness ---------------------------------------------------------
         m = self.manifest
@@ -561,8 +511,7 @@ class Bench:
                         break
 
                 def read_page(s: dict = s, offset: int = 0) -> dict:
-                    return call_flexible(
-                        query.read,
+                    return query.read(
                         conn,
                         loc,
                         s["entry_id"],
@@ -637,9 +586,7 @@ class Bench:
         for _round in range(self.args.rounds):
             for h in hits_for_read:
                 t = time.perf_counter()
-                r = call_flexible(
-                    query.read, conn, loc, h["id"], session_id=h["session_id"], cwd=h["cwd"], scope="project", home=home
-                )
+                r = query.read(conn, loc, h["id"], session_id=h["session_id"], cwd=h["cwd"], scope="project", home=home)
                 rtimes.append(time.perf_counter() - t)
                 if _round == 0 and r.get("status") != "ok":
                     self.details.setdefault("read_not_ok", []).append([h["id"], r.get("status")])
@@ -656,10 +603,6 @@ class Bench:
     def usage_bench(self, db_path: Path) -> None:
         """activity.usage for every grouping and activity.sessions' first page over the whole index
         (warm, rounds), and `pimem usage` as a process, as a user runs it."""
-        ok, why = module_available("pimem_index.session.activity")
-        if not ok:
-            self.unavailable(["usage_ms", "usage_max_ms", "usage_cli_ms", "sessions_ms"], f"{NOT_AVAILABLE}: {why}")
-            return
         from pimem_index.search.request import USAGE_BY, SessionsRequest, UsageRequest
         from pimem_index.session import activity
 
@@ -697,11 +640,8 @@ class Bench:
 
     # freshness ---------------------------------------------------------------
     def freshness(self, db_path: Path) -> None:
-        ok, why = module_available("pimem_index.search.query")
-        if not ok or not self.manifest:
-            self.unavailable(
-                ["fresh_ms_p50", "fresh_ms_max"], f"{NOT_AVAILABLE}: {why}" if not ok else "needs a generated corpus"
-            )
+        if not self.manifest:
+            self.unavailable(["fresh_ms_p50", "fresh_ms_max"], "needs a generated corpus")
             return
         from pimem_index.index import indexer
         from pimem_index.search import query
@@ -752,9 +692,7 @@ class Bench:
                     fo.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")
                 t = time.perf_counter()
                 indexer.index_journal(conn, dst)
-                res = call_flexible(
-                    query.search, conn, loc, word, scope="project", cwd=f["cwd"], limit=10, home="/home/u"
-                )
+                res = query.search(conn, loc, word, scope="project", cwd=f["cwd"], limit=10, home="/home/u")
                 dt_ = time.perf_counter() - t
                 if not any(h.get("id") == eid for h in res.get("results", [])):
                     misses += 1
@@ -778,27 +716,26 @@ class Bench:
         self.metrics["fresh_ms_max"] = ms(max(all_times))
         self.details["fresh"] = out
         # the CLI as a user runs it (includes interpreter start-up): information only
-        if cli_has("index"):
-            dst_large = next(fresh_dir.rglob("*.jsonl"))
-            r = run_measured(
-                [
-                    PY,
-                    "-m",
-                    "pimem_index",
-                    "index",
-                    str(dst_large),
-                    "--sessions-dir",
-                    str(self.corpus),
-                    "--sessions-dir",
-                    str(fresh_dir),
-                    "--db",
-                    str(db_path),
-                    "--json",
-                ],
-                self.env,
-                120,
-            )
-            self.details["fresh_cli_wall_ms"] = ms(r["seconds"])
+        dst_large = next(fresh_dir.rglob("*.jsonl"))
+        r = run_measured(
+            [
+                PY,
+                "-m",
+                "pimem_index",
+                "index",
+                str(dst_large),
+                "--sessions-dir",
+                str(self.corpus),
+                "--sessions-dir",
+                str(fresh_dir),
+                "--db",
+                str(db_path),
+                "--json",
+            ],
+            self.env,
+            120,
+        )
+        self.details["fresh_cli_wall_ms"] = ms(r["seconds"])
         shutil.rmtree(fresh_dir, ignore_errors=True)
 
     # HTTP --------------------------------------------------------------------
@@ -887,11 +824,6 @@ class Bench:
 
     def api_bench(self, db_path: Path) -> None:
         keys = ["api_search_p50_ms", "api_search_p95_ms", "api_backfill_p95_ms"]
-        ok, why = module_available("datasette_pi_memory.server.serve")
-        if not (ok and cli_has("serve") and cli_has("token")):
-            self.unavailable(keys, f"{NOT_AVAILABLE}: pimem serve/token" + (f" ({why})" if why else ""))
-            self.log(f"  HTTP API {NOT_AVAILABLE} (pimem serve / pimem token)")
-            return
         token = self.token(db_path)
         qs = self.queries()
         # 1. idle server on the built index
@@ -949,7 +881,8 @@ class Bench:
                 return
             self.details["serve_ready_seconds"] = round(time.perf_counter() - t0, 2)
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-            times, statuses = [], {}
+            times = []
+            statuses: dict[int, int] = {}
             complete_at = None
             i = 0
             deadline = time.monotonic() + self.args.backfill_timeout
@@ -1067,7 +1000,9 @@ class Bench:
                 if cold["entries"] != expected:
                     self.log(f"  note: {cold['entries']} entries indexed, the manifest lists {expected}")
         else:
-            self.unavailable(["cold_index_mb_s", "cold_vs_floor", "peak_rss_mb", "index_share"], NOT_AVAILABLE)
+            self.unavailable(
+                ["cold_index_mb_s", "cold_vs_floor", "peak_rss_mb", "index_share"], "the cold index failed"
+            )
         if cold:
             self.log("search and read (in-process)")
             try:
@@ -1102,7 +1037,7 @@ class Bench:
                     "api_search_p95_ms",
                     "api_backfill_p95_ms",
                 ],
-                f"{NOT_AVAILABLE} (needs the indexer)",
+                "needs the cold index (it failed)",
             )
         return self.result()
 
@@ -1124,7 +1059,7 @@ class Bench:
             self.journal_bytes = dir_bytes(path)
             fl = self.floor(path)
             cold = self.cold_index(path, self.work / f"lin-{corpus_mod.format_size(size)}.sqlite")
-            row = {
+            row: dict[str, Any] = {
                 "size": corpus_mod.format_size(size),
                 "journal_mb": round(self.journal_bytes / MB, 1),
                 "floor_mb_s": fl["floor_mb_per_s"] if fl else None,
@@ -1150,7 +1085,7 @@ class Bench:
             if len(vals) >= 2:
                 self.metrics[metric] = round((max(vals) - min(vals)) / max(vals), 3)
         if not any(r["cold_mb_s"] for r in rows):
-            self.unavailable(["linearity_spread"], NOT_AVAILABLE)
+            self.unavailable(["linearity_spread"], "every cold index failed")
         return self.result()
 
     def result(self) -> dict:
@@ -1301,29 +1236,8 @@ def write_docs(result: dict, path: Path = DOCS) -> bool:
     return docs_figures.replace_between(FIGURES_START, FIGURES_END, figures_markdown(result), path)
 
 
-# --------------------------------------------------------------------------- child: index with the library
-
-
-def child_index(db_path: str, corpus: str) -> int:
-    from pimem_index import locations, store
-    from pimem_index.index import indexer
-
-    conn = store.open_index(db_path)
-    loc = locations.resolve(db=db_path, sessions_dirs=[corpus])
-    rep = indexer.index_all(conn, loc)
-    data = (
-        rep.as_json()
-        if hasattr(rep, "as_json")
-        else {k: getattr(rep, k) for k in ("files", "entries_added", "bytes_read", "seconds")}
-    )
-    print(json.dumps(data))
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--child-index"]:
-        return child_index(argv[1], argv[2])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", default="500MB", help="corpus size (default 500MB)")
     ap.add_argument("--seed", type=int, default=1)

@@ -1,6 +1,6 @@
 """Scoped ranking: a project search for a common word, with and without the scope term.
 
-    .venv/bin/python benchmarks/scope.py benchmarks/corpus/500MB-s1
+    .venv/bin/python -m benchmarks.scope benchmarks/corpus/500MB-s1
 
 Indexes the corpus once into benchmarks/out/scope-<name>.sqlite (reused afterwards), then
 ranks ten very common words in the eight largest projects both ways in the same run: with the
@@ -15,18 +15,18 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent
-os.environ.setdefault("PI_CODING_AGENT_DIR", str(ROOT / "out" / "work" / "agent"))
+from pimem_index import store
+from pimem_index.index import indexer
+from pimem_index.locations import resolve
+from pimem_index.search import query, scope
 
-from pimem_index import store  # noqa: E402
-from pimem_index.index import indexer  # noqa: E402
-from pimem_index.locations import resolve  # noqa: E402
-from pimem_index.search import query, scope  # noqa: E402
+ROOT = Path(__file__).resolve().parent
 
 WORDS = ["return", "self", "import", "the", "error", "file", "def", "value", "test", "data"]
 
 
 def main(corpus: str) -> None:
+    os.environ.setdefault("PI_CODING_AGENT_DIR", str(ROOT / "out" / "work" / "agent"))  # never the user's sessions
     db_path = ROOT / "out" / f"scope-{Path(corpus).name}.sqlite"
     db_path.parent.mkdir(parents=True, exist_ok=True)
     locations = resolve(str(db_path), [corpus])

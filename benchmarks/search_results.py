@@ -1,6 +1,6 @@
 """What folding, phrases and the elsewhere count cost per search, on an indexed corpus.
 
-    python benchmarks/search_results.py DB CORPUS [--rounds 5]
+    python -m benchmarks.search_results DB CORPUS [--rounds 5]
 
 DB is an index of CORPUS (e.g. `pimem index --db /tmp/h.sqlite --sessions-dir benchmarks/corpus/500MB-s1`).
 Times, in one process, the project searches of benchmarks/run.py (words as they are, limit 10), the same
@@ -13,18 +13,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
+from benchmarks import run
+from pimem_index import locations, store
+from pimem_index.search import query, results
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import run  # noqa: E402
-
-from pimem_index import locations, store  # noqa: E402
-from pimem_index.search import query, results  # noqa: E402
 
 HOME = "/home/u"  # the corpus's home
 WORDS = run.COMMON_QUERIES

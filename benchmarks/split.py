@@ -1,6 +1,6 @@
 """Where a cold `index_all` spends its time: SQL statements on the writing thread vs the rest.
 
-    python benchmarks/split.py CORPUS_DIR [--db PATH]
+    python -m benchmarks.split CORPUS_DIR [--db PATH]
 
 A diagnostic beside run.py: the connection handed to `pimem_index.index.indexer.index_all` is
 wrapped so every execute/executemany is timed by statement; the remainder of the wall
@@ -16,9 +16,7 @@ import os
 import sys
 import tempfile
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from typing import cast
 
 
 class TimedConnection:
@@ -64,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = tempfile.mkdtemp(prefix="pimem-split-")
     os.environ["PI_CODING_AGENT_DIR"] = os.path.join(tmp, "agent")  # never the user's own journals
     os.environ.pop("PIMEM_SESSIONS_DIRS", None)
-    from pimem_index import locations, store
+    from pimem_index import db, locations, store
     from pimem_index.index import indexer
 
     db_path = args.db or os.path.join(tmp, "split.sqlite")
@@ -73,20 +71,21 @@ def main(argv: list[str] | None = None) -> int:
             os.unlink(db_path + suffix)
         except FileNotFoundError:
             pass
-    conn = TimedConnection(store.open_index(db_path))
+    timed = TimedConnection(store.open_index(db_path))
+    conn = cast(db.Connection, timed)  # forwards every call: the indexer sees a connection
     loc = locations.resolve(db=db_path, sessions_dirs=[args.corpus])
     cpu0 = time.process_time()
     t0 = time.perf_counter()
     report = indexer.index_all(conn, loc)
     wall = time.perf_counter() - t0
     cpu = time.process_time() - cpu0
-    sql = sum(conn.seconds.values())
+    sql = sum(timed.seconds.values())
     mb = report.bytes_read / 1024 / 1024
     print(f"{mb:.1f} MB in {wall:.2f} s wall ({mb / wall:.1f} MB/s), {cpu:.2f} s CPU ({cpu / wall:.2f} cores)")
     print(f"SQL on the writing thread: {sql:.2f} s ({sql / wall:.0%} of wall); the rest: {wall - sql:.2f} s")
-    for key, sec in sorted(conn.seconds.items(), key=lambda kv: -kv[1])[:10]:
-        print(f"  {sec:7.2f} s  {conn.calls[key]:7d} calls  {key}")
-    conn._conn.close()
+    for key, sec in sorted(timed.seconds.items(), key=lambda kv: -kv[1])[:10]:
+        print(f"  {sec:7.2f} s  {timed.calls[key]:7d} calls  {key}")
+    timed._conn.close()
     if not args.db:
         for suffix in ("", "-wal", "-shm"):
             try:

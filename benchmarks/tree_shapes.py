@@ -1,6 +1,6 @@
 """A session page over odd tree shapes: time and size of each page, whatever the tree's shape.
 
-    python benchmarks/tree_shapes.py [--scale 1.0]
+    python -m benchmarks.tree_shapes [--scale 1.0]
 
 Writes four journals as Pi would write them (compact JSON lines) into a temporary agent folder, indexes
 them, and asks a Datasette with the plugin (root's actor) for the session page of each: two labels that
@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -155,4 +154,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

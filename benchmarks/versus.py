@@ -1,6 +1,6 @@
 """Cold-index two versions of the code on the same corpus, interleaved, and print the ratios.
 
-    python benchmarks/versus.py OLD_TREE CORPUS [--rounds 3] [--no-docs]
+    python -m benchmarks.versus OLD_TREE CORPUS [--rounds 3] [--no-docs]
 
 OLD_TREE is a checkout of the other version (e.g. `git worktree add /tmp/old main`); this
 tree is the new one. Each round indexes the corpus from nothing with the old code, then with
@@ -21,10 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from benchmarks import docs_figures
 
-import docs_figures  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+
 
 DOCS_START = "<!-- cold index before and after: written by benchmarks/versus.py -->"
 DOCS_END = "<!-- end of cold index before and after -->"

@@ -1,6 +1,6 @@
 """What word forms cost at query time: search with and without them, interleaved in one run.
 
-    python benchmarks/wordforms_cost.py DB [--corpus DIR] [--before TREE] [--rounds 5]
+    python -m benchmarks.wordforms_cost DB [--corpus DIR] [--before TREE] [--rounds 5]
 
 DB is an index of the corpus (e.g. `pimem index --db DB --sessions-dir DIR`). Uses
 benchmarks/run.py's query set (project scope, limit 10, needles and common words). In process,
@@ -23,16 +23,13 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks import docs_figures, run
+from pimem_index import locations, store
+from pimem_index.search import query, wordforms
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HERE))
 
-import docs_figures  # noqa: E402
-import run  # noqa: E402
-
-from pimem_index import locations, store  # noqa: E402
-from pimem_index.search import query, wordforms  # noqa: E402
 
 HOME = "/home/u"  # the corpus's home
 
