@@ -1,0 +1,84 @@
+"""What the plugin keeps for a few seconds per request (a token's actor, an actor's permission) never outlives
+what it was decided from: a replaced secret refuses its tokens at once, an expired token is refused.
+
+A real index from journals written line by line, a real Datasette started without the pi-memory secret
+(as a plain `datasette serve history.sqlite` is), so only the secret file can vouch for the agent's token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import time
+
+import pytest
+from datasette.app import Datasette as Signer
+from datasette.tokens import TokenRestrictions
+from datasette_test import Datasette
+from support.plugin_world import HERON, api_path, bearer, running
+
+from datasette_pi_memory.server.serve import SECRET_FILE, ensure_secret
+from datasette_pi_memory.state import ACTION, AGENT_ID, PLUGIN, state
+
+
+def plain_datasette(locations) -> Datasette:
+    """The index served by a Datasette whose own secret is not the pi-memory one."""
+    return Datasette(
+        [str(locations.db_path)], secret="not-the-pi-memory-secret", plugin_config={PLUGIN: {"background_index": False}}
+    )
+
+
+def replace_secret(locations) -> None:
+    """A new secret in place of the old one, as removing the file and running `pimem token` again makes."""
+    path = locations.memory_dir / SECRET_FILE
+    fresh = path.with_name(".secret-new")
+    fresh.write_text(secrets.token_hex(32) + "\n")
+    os.chmod(fresh, 0o600)
+    os.replace(fresh, path)
+
+
+@pytest.mark.asyncio
+async def test_a_token_is_refused_on_the_request_after_its_secret_is_replaced_though_its_actor_was_kept(
+    locations, world, token
+):
+    async with running(plain_datasette(locations)) as ds:
+        path = api_path("search", world)
+        first = await ds.client.get(path, **bearer(token))
+        again = await ds.client.get(path, **bearer(token))
+        assert first.status_code == again.status_code == 200
+        assert HERON in again.text and again.json() == first.json()
+        assert len(state(ds).tokens) == 1  # the second request was answered from what was kept
+        replace_secret(locations)
+        refused = await ds.client.get(path, **bearer(token))
+        assert refused.status_code == 401
+        assert HERON not in refused.text
+
+
+@pytest.mark.asyncio
+async def test_an_expiring_token_is_refused_once_it_expires_though_its_actor_was_kept(locations, world):
+    signer = Signer(secret=ensure_secret(locations))
+    await signer.invoke_startup()
+    async with running(plain_datasette(locations)) as ds:
+        path = api_path("search", world)
+        restrictions = TokenRestrictions().allow_all(ACTION)
+        expiring = await signer.create_token(AGENT_ID, expires_after=3, restrictions=restrictions)  # 2 to 3 s
+        accepted = await ds.client.get(path, **bearer(expiring))
+        assert accepted.status_code == 200 and HERON in accepted.text
+        deadline = time.monotonic() + 10
+        while (await ds.client.get(path, **bearer(expiring))).status_code == 200 and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        refused = await ds.client.get(path, **bearer(expiring))
+        assert refused.status_code == 401 and HERON not in refused.text
+
+
+@pytest.mark.asyncio
+async def test_a_kept_permission_answers_as_datasette_does_for_each_actor(locations, world, token):
+    async with running(plain_datasette(locations)) as ds:
+        memory = state(ds)
+        for actor in ({"id": AGENT_ID}, {"id": "root"}, {"id": "mallory"}, None):
+            asked = await ds.allowed(action=ACTION, actor=actor)
+            assert await memory.allowed(ds, actor) == asked
+            assert await memory.allowed(ds, actor) == asked  # kept
+        assert await memory.allowed(ds, {"id": AGENT_ID})
+        assert not await memory.allowed(ds, {"id": "mallory"})
