@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
@@ -20,12 +21,24 @@ from pimem_index.locations import Locations, make_folder
 
 # 7: this release's changes (edits, forks, ids, terms, narrow usage figures); 6: usage figures, tool_calls
 SCHEMA_VERSION = 7
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 FTS_HASHSIZE = 16 * 1024 * 1024
 # The term index's options, shared with the benchmark's floor. detail=none keeps which entries
 # hold a term and nothing else: no positions (no query needs them; excerpts come from the
 # journal) and no per-column lists, so the index stays a fraction of the journals' size.
 # FTS5's bm25() needs positions, so query.py ranks with its own BM25 (query._ranked).
 FTS_OPTIONS = "content='', contentless_delete=1, detail=none, tokenize='unicode61 remove_diacritics 2'"
+
+# An entry's `ts` (epoch milliseconds) as the ISO text Pi writes (journal.normalize_timestamp's form).
+TS_TEXT = "strftime('%Y-%m-%dT%H:%M:%fZ', ts / 1000.0, 'unixepoch')"
+# An ISO timestamp bound as a parameter, in epoch milliseconds (NULL when it is NULL or not a date).
+TS_FROM_TEXT = "CAST(round(unixepoch(?, 'subsec') * 1000) AS INTEGER)"
+# An entry's message role from its kind: the role Pi writes for each kind (journal.ROLE_KINDS;
+# version 2's `hookMessage` reads as `custom`, as its kind does). Summaries have no role.
+KIND_ROLE = (
+    "CASE kind WHEN 'user' THEN 'user' WHEN 'assistant' THEN 'assistant' WHEN 'tool_result' THEN 'toolResult' "
+    "WHEN 'bash' THEN 'bashExecution' WHEN 'custom' THEN 'custom' END"
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -67,9 +80,13 @@ CREATE TABLE IF NOT EXISTS entries (
     id TEXT NOT NULL,
     parent_id TEXT,
     session_id TEXT,
-    timestamp TEXT,
+    -- When the entry was written, in milliseconds since 1970 UTC (6 bytes where the ISO text took 24):
+    -- what queries filter and sort on. `timestamp` gives the journal's ISO text back.
+    ts INTEGER,
+    timestamp TEXT GENERATED ALWAYS AS ({ts_text}) VIRTUAL,
     kind TEXT NOT NULL,
-    role TEXT,
+    -- The message's role follows from the kind (journal.ROLE_KINDS), so it takes no bytes.
+    role TEXT GENERATED ALWAYS AS ({kind_role}) VIRTUAL,
     tool TEXT,
     chars INTEGER NOT NULL,
     line INTEGER NOT NULL,
@@ -173,8 +190,8 @@ CREATE TABLE IF NOT EXISTS journal_errors (
 ENTRY_INDEXES = {
     "entries_file_offset": "CREATE INDEX IF NOT EXISTS entries_file_offset ON entries(file_id, offset)",
     "entries_id": "CREATE INDEX IF NOT EXISTS entries_id ON entries(id)",
-    "entries_timestamp": "CREATE INDEX IF NOT EXISTS entries_timestamp ON entries(timestamp)",
-    "entries_summaries": "CREATE INDEX IF NOT EXISTS entries_summaries ON entries(timestamp) "
+    "entries_timestamp": "CREATE INDEX IF NOT EXISTS entries_timestamp ON entries(ts)",
+    "entries_summaries": "CREATE INDEX IF NOT EXISTS entries_summaries ON entries(ts) "
     "WHERE kind IN ('compaction', 'branch_summary')",
     "entries_errors": "CREATE INDEX IF NOT EXISTS entries_errors ON entries(file_id) "
     "WHERE is_error = 1 OR exit_code <> 0",
@@ -225,6 +242,21 @@ def scope_terms(cwd: str | None, session_id: str | None) -> str:
     if session_id:
         terms.append(scope_token("s", session_id))
     return " ".join(terms)
+
+
+def epoch_ms(iso: str) -> int:
+    """A UTC ISO timestamp (journal.iso_utc's form, or any ISO form with an offset) in epoch milliseconds,
+    as entries.ts holds it."""
+    moment = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - EPOCH) // timedelta(milliseconds=1)
+
+
+def ts_text(ms: int) -> str:
+    """Epoch milliseconds (entries.ts) as the ISO text entries.timestamp gives (TS_TEXT, in Python)."""
+    moment = EPOCH + timedelta(milliseconds=ms)
+    return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
 
 
 def open_index(path: str | Path) -> db.Connection:
@@ -364,7 +396,8 @@ def fts_text(text: str, scope: str) -> str:
 
 
 def _statements(script: str) -> list[str]:
-    script = script.replace("{fts_options}", FTS_OPTIONS)
+    for name, sql in (("{fts_options}", FTS_OPTIONS), ("{ts_text}", TS_TEXT), ("{kind_role}", KIND_ROLE)):
+        script = script.replace(name, sql)
     return [s.strip() for s in script.split(";\n") if s.strip()]
 
 

@@ -437,14 +437,19 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: parsing.Batch, expe
         return file_id
 
 
-INSERT_COLUMNS = ("rowid", "file_id", "session_id", *parsing.EntryValues._fields)
+# The entries columns a batch's values go to, in EntryValues' order (its timestamp is stored as ts).
+INSERT_COLUMNS = (
+    "rowid",
+    "file_id",
+    "session_id",
+    *("ts" if name == "timestamp" else name for name in parsing.EntryValues._fields),
+)
 # Rows carry "" and parsing.NO_INT for a missing value, turned into NULL here: binding None
 # costs pysqlite3 about 2 us a value (a quarter of the entries' insert time).
 NULLABLE = {
     "session_id": "NULLIF(?, '')",
     "parent_id": "NULLIF(?, '')",
-    "timestamp": "NULLIF(?, '')",
-    "role": "NULLIF(?, '')",
+    "ts": store.TS_FROM_TEXT.replace("?", "NULLIF(?, '')"),
     "tool": "NULLIF(?, '')",
     "tokens_before": f"NULLIF(?, {parsing.NO_INT})",
     "model": "NULLIF(?, '')",

@@ -71,9 +71,8 @@ class EntryValues(NamedTuple):
 
     id: str
     parent_id: str
-    timestamp: str
-    kind: str
-    role: str
+    timestamp: str  # stored as entries.ts (epoch milliseconds)
+    kind: str  # the role follows from it (entries.role is computed)
     tool: str
     chars: int
     line: int
@@ -420,7 +419,6 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
                     item.parent_id or "",
                     item.timestamp or "",
                     item.kind,
-                    item.role or "",
                     redacted_field(item.tool),
                     len(text),
                     lineno,

@@ -11,7 +11,6 @@ import functools
 import math
 import time
 from contextlib import contextmanager
-from datetime import datetime
 from typing import Any
 
 from pimem_index import db, store
@@ -114,11 +113,11 @@ def _filters(scope: Scope, since: str | None, until: str | None, kinds: list[str
     sql, params = scope.predicate()
     clauses = [sql]
     if since:
-        clauses.append("e.timestamp >= ?")
-        params.append(since)
+        clauses.append("e.ts >= ?")
+        params.append(store.epoch_ms(since))
     if until:
-        clauses.append("e.timestamp <= ?")
-        params.append(until)
+        clauses.append("e.ts <= ?")
+        params.append(store.epoch_ms(until))
     if kinds:
         clauses.append(f"e.kind IN ({','.join('?' * len(kinds))})")
         params.extend(kinds)
@@ -169,7 +168,7 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
     if not terms:
         rows = select_entries(
             conn,
-            f"{where} ORDER BY e.timestamp DESC, e.rowid DESC LIMIT ? OFFSET ?",
+            f"{where} ORDER BY e.ts DESC, e.rowid DESC LIMIT ? OFFSET ?",
             [*params, limit + 1, request.offset],
         )
         reply["match"] = "recent"
@@ -479,15 +478,8 @@ def _collection_stats(conn) -> tuple[int, float]:
 
 def _rerank(row: EntryRow, score: float, now: float) -> float:
     """score / (1 + age / 30 days): a month-old entry counts half an equally relevant new one."""
-    age_days = max(0.0, (now - _epoch(row.timestamp)) / 86400.0) if row.timestamp else 365.0
+    age_days = max(0.0, (now - row.ts / 1000) / 86400.0) if row.ts is not None else 365.0
     return score / (1.0 + age_days / RECENCY_DAYS)
-
-
-def _epoch(ts: str) -> float:
-    try:
-        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
 
 
 def _hit(
@@ -531,7 +523,7 @@ def read(conn: db.Connection, locations: Locations, request: ReadRequest | str |
     offset = request.offset
     sc = request_scope(conn, request)
     where, params = sc.predicate()
-    rows = select_entries(conn, f"e.id = ? AND {where} ORDER BY e.timestamp DESC LIMIT 50", [request.id, *params])
+    rows = select_entries(conn, f"e.id = ? AND {where} ORDER BY e.ts DESC LIMIT 50", [request.id, *params])
     current = request.session_id or session_of(conn, request.journal_path)
     preferred = [r for r in rows if current and r.session_id == current]
     if len(preferred) == 1:

@@ -43,7 +43,7 @@ class EntryRow(NamedTuple):
     rowid: int
     id: str
     session_id: str | None
-    timestamp: str | None
+    ts: int | None  # when it was written, epoch milliseconds (`timestamp` is the ISO text)
     kind: str
     role: str | None
     tool: str | None
@@ -57,6 +57,11 @@ class EntryRow(NamedTuple):
     chars: int
     tokens_before: int | None
     text_digest: int | None  # the indexed text's digest (index.parsing.text_digest): same text, same digest
+
+    @property
+    def timestamp(self) -> str | None:
+        """When the entry was written, as the journal's UTC ISO text (entries.timestamp's value)."""
+        return None if self.ts is None else store.ts_text(self.ts)
 
 
 # EntryRow's columns over `entries e JOIN files f` (ENTRY_FROM).

@@ -10,7 +10,7 @@ import os
 from datetime import UTC, date, datetime, timedelta
 from typing import NamedTuple
 
-from pimem_index import db
+from pimem_index import db, store
 from pimem_index.locations import Locations
 from pimem_index.search import session_info
 from pimem_index.search.reread import (
@@ -114,9 +114,9 @@ def entries_per_day(conn: db.Connection, days: int = 60, today: date | None = No
     counts = {
         day: (entries, sessions)
         for day, entries, sessions in conn.execute(
-            "SELECT substr(e.timestamp, 1, 10) AS day, COUNT(*), COUNT(DISTINCT e.file_id) "
-            "FROM entries e WHERE e.timestamp >= ? GROUP BY day",
-            (start.isoformat(),),
+            "SELECT date(e.ts / 1000, 'unixepoch') AS day, COUNT(*), COUNT(DISTINCT e.file_id) "
+            "FROM entries e WHERE e.ts >= ? GROUP BY day",
+            (store.epoch_ms(start.isoformat()),),
         )
     }
     out = []

@@ -165,7 +165,7 @@ def test_every_column_of_the_index_tables_and_views_is_described(conn):
     ).fetchall()
     assert {"entries", "tool_calls", "sessions", "journal_errors"} <= {name for (name,) in shown}
     for (name,) in shown:
-        columns = [row[1] for row in conn.execute(f"PRAGMA table_info({name})")]
+        columns = [row[1] for row in conn.execute(f"PRAGMA table_xinfo({name})")]  # computed columns too
         described = (tables.get(name) or {}).get("columns") or {}
         assert not set(columns) - set(described) - {"rowid"}, (name, set(columns) - set(described))
         assert not set(described) - set(columns) - {"rowid"}, (name, "described but absent")
