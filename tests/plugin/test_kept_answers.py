@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import threading
 import time
 
 import pytest
 from datasette.app import Datasette as Signer
 from datasette.tokens import TokenRestrictions
 from datasette_test import Datasette
-from support.plugin_world import HERON, api_path, bearer, running
+from support.plugin_world import HERON, ROOT, api_path, bearer, make_datasette, running
 
 from datasette_pi_memory.server.serve import SECRET_FILE, ensure_secret
 from datasette_pi_memory.state import ACTION, AGENT_ID, PLUGIN, state
@@ -82,3 +83,24 @@ async def test_a_kept_permission_answers_as_datasette_does_for_each_actor(locati
             assert await memory.allowed(ds, actor) == asked  # kept
         assert await memory.allowed(ds, {"id": AGENT_ID})
         assert not await memory.allowed(ds, {"id": "mallory"})
+
+
+@pytest.mark.asyncio
+async def test_the_api_answers_while_every_one_of_datasette_s_sql_threads_is_held(locations, world, token):
+    async with running(make_datasette(locations)) as ds:
+        path = api_path("search", world)
+        assert (await ds.client.get(path, **bearer(token))).status_code == 200  # its permission is now kept
+        release = threading.Event()
+        held = [ds.executor.submit(release.wait) for _ in range(ds.setting("num_sql_threads"))]  # slow SQL
+        try:
+            sql = asyncio.ensure_future(
+                ds.client.get("/history/-/query.json?sql=select+count(*)+from+files", actor=ROOT)
+            )
+            search = asyncio.ensure_future(ds.client.get(path, **bearer(token)))
+            done, _pending = await asyncio.wait({sql, search}, timeout=30, return_when=asyncio.FIRST_COMPLETED)
+            assert search in done and search.result().status_code == 200 and HERON in search.result().text
+            assert not sql.done()  # the SQL page still waits for one of Datasette's threads
+        finally:
+            release.set()
+        assert (await sql).status_code == 200
+        assert all(f.done() for f in held)
