@@ -3,6 +3,7 @@
     python -m benchmarks.run                      # 500 MB corpus, every measurement
     python -m benchmarks.run --quick              # 50 MB corpus, a smoke run
     python -m benchmarks.run --sizes 250MB,500MB,1GB   # linearity: cold index MB/s per size
+    python -m benchmarks.run --before TREE        # the headline figures against another checkout (benchmarks/before.py)
 
 Generates (or reuses) a corpus with benchmarks/corpus.py, then measures in one run:
 the bare-FTS5 floor (benchmarks/floor.py), the cold index (`pimem index`, in a child
@@ -1236,6 +1237,31 @@ def write_docs(result: dict, path: Path = DOCS) -> bool:
     return docs_figures.replace_between(FIGURES_START, FIGURES_END, figures_markdown(result), path)
 
 
+def against(args: argparse.Namespace) -> int:
+    """--before TREE: the figures of benchmarks/before.py for TREE and this tree, then their ratios."""
+    from benchmarks import before  # it builds on this module's Bench
+
+    if not (args.before / ".venv" / "bin" / "python").exists():
+        print(
+            f"{args.before} has no .venv/bin/python: give a checkout with its own venv, e.g. --before /work/old",
+            file=sys.stderr,
+        )
+        return 1
+    bench = Bench(args)
+    size = corpus_mod.parse_size("50MB" if args.quick else args.size)
+    bench.corpus = bench.ensure_corpus(size, args.seed, args.corpus)
+    bench.journal_bytes = dir_bytes(bench.corpus)
+    result = before.compare(bench, args.before, args.index_rounds, args.rounds, with_api=not args.no_api)
+    before.print_table(result)
+    out = Path(args.out).with_name("before.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2, default=str))
+    print(f"wrote {out}")
+    if not (args.no_docs or args.quick) and before.write_docs(result):
+        print(f"wrote the figures into {DOCS.relative_to(ROOT)}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -1265,7 +1291,16 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="do not write the figures into docs/performance.md (--quick and --sizes never do)",
     )
+    ap.add_argument(
+        "--before",
+        metavar="TREE",
+        type=Path,
+        help="measure the headline figures for TREE (a checkout with its own .venv) and this tree, interleaved",
+    )
+    ap.add_argument("--index-rounds", type=int, default=2, help="cold indexes per tree with --before (default 2)")
     args = ap.parse_args(argv)
+    if args.before:
+        return against(args)
     if args.quick:
         args.size = "50MB"
         if args.out == str(HERE / "out" / "latest.json"):

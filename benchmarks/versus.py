@@ -4,9 +4,9 @@
 
 OLD_TREE is a checkout of the other version (e.g. `git worktree add /tmp/old main`); this
 tree is the new one. Each round indexes the corpus from nothing with the old code, then with
-the new, in child processes (`python -m pimem_index index`), so load on a shared machine hits
-both alike; the best wall time of each is compared, with the index sizes. The figures go into
-docs/performance.md between its markers.
+the new, in child processes (`python -m pimem_index index`, with each tree's own `.venv` when it
+has one), so load on a shared machine hits both alike; the best wall time of each is compared,
+with the index sizes. The figures go into docs/performance.md between its markers.
 """
 
 from __future__ import annotations
@@ -35,13 +35,20 @@ def corpus_bytes(corpus: Path) -> int:
     return sum(p.stat().st_size for p in corpus.rglob("*.jsonl"))
 
 
-def index_once(tree: Path, corpus: Path, work: Path) -> tuple[float, float, int]:
-    """(wall seconds, CPU seconds, index bytes) of one cold `pimem index` of corpus with the code in tree."""
+def python_of(tree: Path) -> str:
+    """The tree's own interpreter (its .venv, with the dependencies that tree declares), else this one."""
+    own = tree / ".venv" / "bin" / "python"
+    return str(own) if own.exists() else sys.executable
+
+
+def index_once(tree: Path, corpus: Path, work: Path, env: dict[str, str] | None = None) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds, index bytes) of one cold `pimem index` of corpus with the code in tree
+    (in `env`, default this process's environment)."""
     db = work / f"{tree.name}.sqlite"
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
-    env = dict(os.environ, PYTHONPATH=str(tree), PI_CODING_AGENT_DIR=str(work / "agent"))
-    cmd = [sys.executable, "-m", "pimem_index", "index", "--sessions-dir", str(corpus), "--db", str(db), "--json"]
+    env = dict(os.environ if env is None else env, PYTHONPATH=str(tree), PI_CODING_AGENT_DIR=str(work / "agent"))
+    cmd = [python_of(tree), "-m", "pimem_index", "index", "--sessions-dir", str(corpus), "--db", str(db), "--json"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(cmd, env=env, check=True, capture_output=True, cwd=str(work))

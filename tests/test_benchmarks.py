@@ -14,7 +14,7 @@ from pathlib import Path
 import benchmarks
 
 ROOT = Path(__file__).resolve().parent.parent
-HELPERS = {"docs_figures"}  # imported by the others, not run
+HELPERS = {"docs_figures", "before"}  # imported by the others (before by run.py --before), not run
 
 
 def benchmark_modules() -> list[str]:
@@ -40,3 +40,18 @@ def test_the_benchmarks_run_as_modules_of_the_package_from_the_repository_root()
     assert "--quick" in as_module.stdout
     edits_sys_path = re.compile(r"sys\.path\.(insert|append|extend)|sys\.path\s*(\+?=|\[)")
     assert [p.name for p in (ROOT / "benchmarks").glob("*.py") if edits_sys_path.search(p.read_text())] == []
+
+
+def test_run_before_a_folder_without_its_own_venv_is_refused_in_one_line_with_an_example(tmp_path):
+    refused = subprocess.run(
+        [sys.executable, "-m", "benchmarks.run", "--before", str(tmp_path), "--work", str(tmp_path / "work")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines() == [
+        f"{tmp_path} has no .venv/bin/python: give a checkout with its own venv, e.g. --before /work/old"
+    ]
+    assert "Traceback" not in refused.stderr
+    assert not (tmp_path / "work" / "before").exists()
