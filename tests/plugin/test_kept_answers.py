@@ -21,6 +21,8 @@ from support.plugin_world import HERON, ROOT, api_path, bearer, make_datasette, 
 
 from datasette_pi_memory.server.serve import SECRET_FILE, ensure_secret
 from datasette_pi_memory.state import ACTION, AGENT_ID, PLUGIN, state
+from pimem_index import store
+from pimem_index.index.indexer import index_all
 
 
 def plain_datasette(locations) -> Datasette:
@@ -104,3 +106,28 @@ async def test_the_api_answers_while_every_one_of_datasette_s_sql_threads_is_hel
             release.set()
         assert (await sql).status_code == 200
         assert all(f.done() for f in held)
+
+
+@pytest.mark.asyncio
+async def test_a_replaced_index_is_never_answered_from_what_was_kept_for_the_one_before(
+    conn, locations, new_journal, home
+):
+    first = new_journal(session_id="0b6e6f2c-aaaa-4aaa-8aaa-aaaaaaaaaaaa")
+    first.user("heron deploy notes")
+    index_all(conn, locations)
+    path = f"/-/pi-memory/api/search?q=heron&scope=global&cwd={home / 'Apps/prjct'}"
+    async with running(make_datasette(locations)) as ds:
+        before = (await ds.client.get(path, actor=ROOT)).json()["sessions"]
+        again = (await ds.client.get(path, actor=ROOT)).json()["sessions"]
+        assert before == again and before[first.session_id]["short_id"] == "0b6e6f2c"
+        second = new_journal(session_id="0b6e6f2c-bbbb-4bbb-8bbb-bbbbbbbbbbbb")  # the same first eight characters
+        second.user("heron rollback notes")
+        store.delete_index_files(locations.db_path)  # `pimem rebuild` at the same path, under the server
+        fresh = store.open_index(locations.db_path)
+        try:
+            index_all(fresh, locations)
+        finally:
+            fresh.close()
+        after = (await ds.client.get(path, actor=ROOT)).json()["sessions"]
+        assert after[first.session_id]["short_id"] == "0b6e6f2c-a" and second.session_id in after
+        assert after[first.session_id]["short_id"] != before[first.session_id]["short_id"]
