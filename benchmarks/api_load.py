@@ -273,6 +273,7 @@ async def _client(n: int, t: Tree, paths: list[str], stop_at: list[float], out: 
             ended = time.perf_counter()
             if ended <= stop_at[0]:
                 out["latencies"].append(ended - started)
+                out["kinds"].setdefault(kind_of(paths[i]), []).append(ended - started)
                 out["statuses"][code] = out["statuses"].get(code, 0) + 1
             i = (i + 1) % len(paths)
     finally:
@@ -282,7 +283,7 @@ async def _client(n: int, t: Tree, paths: list[str], stop_at: list[float], out: 
 
 
 async def _load(t: Tree, paths: list[str], clients: int, seconds: float, until=None) -> dict:
-    out: dict = {"latencies": [], "statuses": {}}
+    out: dict = {"latencies": [], "statuses": {}, "kinds": {}}
     started = time.perf_counter()
     stop_at = [started + 3600 if until else started + seconds]
     cpu0 = server_cpu(t)
@@ -302,6 +303,7 @@ async def _load(t: Tree, paths: list[str], clients: int, seconds: float, until=N
         "cpu_ms_per_request": round(cpu * 1000 / max(1, len(lat)), 2),
         "statuses": {str(k): v for k, v in sorted(out["statuses"].items())},
         "latencies": lat,
+        "kinds": out["kinds"],
     }
 
 
@@ -330,6 +332,13 @@ def load_while_indexing(t: Tree, paths: list[str], clients: int, extra: Path, ta
 # ---------------------------------------------------------------- the report
 
 
+def kind_of(path: str) -> str:
+    """search, read or around: the request's kind in the mix."""
+    if "/api/search?" in path:
+        return "search"
+    return "around" if "around=" in path else "read"
+
+
 def summary(phases: list[dict]) -> dict:
     lat = [x for p in phases for x in p["latencies"]]
     requests = sum(p["requests"] for p in phases)
@@ -348,6 +357,10 @@ def summary(phases: list[dict]) -> dict:
         "cpu_ms_per_request": round(sum(p["cpu_ms_per_request"] * p["requests"] for p in phases) / max(1, requests), 2),
         "requests": requests,
         "statuses": statuses,
+        "p95_ms_by_kind": {
+            kind: run.ms(run.pct([x for p in phases for x in p["kinds"].get(kind, [])], 0.95) or 0)
+            for kind in ("search", "read", "around")
+        },
     }
 
 
@@ -358,8 +371,9 @@ def markdown(result: dict) -> str:
         f"{result['seconds']} s, corpus {result['corpus']} ({result['corpus_mb']} MB), {result['when']}, "
         f"load before {result['load']}): this tree against {result['before']}.",
         "",
-        "| phase | install | req/s (total; per round) | p50 ms | p95 ms | server CPU ms/request | statuses |",
-        "|---|---|---|---|---|---|---|",
+        "| phase | install | req/s (total; per round) | p50 ms | p95 ms | p95 ms: search, read, around | "
+        "server CPU ms/request | statuses |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for phase, title in (("idle", "idle"), ("indexing", f"while {result['extra']} more is indexed")):
         for label in (b, n):
@@ -368,7 +382,8 @@ def markdown(result: dict) -> str:
             rounds = ", ".join(str(x) for x in s["rps_rounds"])
             lines.append(
                 f"| {title}{passes} | {label} | {s['rps']} ({rounds}) | {s['p50_ms']} | "
-                f"{s['p95_ms']} | {s['cpu_ms_per_request']} | {s['statuses']} |"
+                f"{s['p95_ms']} | {', '.join(str(v) for v in s['p95_ms_by_kind'].values())} | "
+                f"{s['cpu_ms_per_request']} | {s['statuses']} |"
             )
     lines += [
         "",
