@@ -35,12 +35,14 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 import orjson
 
+import pi_lines
+
 #: bump when the output for a given seed changes, so benchmarks/run.py regenerates old corpora
-CORPUS_VERSION = 4  # 4: three models, each priced as its provider prices it
+CORPUS_VERSION = 5  # 5: lines shaped by pi_lines (custom entries' own keys first, details before isError)
 MB = 1024 * 1024
 DAY_MS = 86_400_000
 
@@ -460,6 +462,18 @@ KIND_OF_ROLE = {
 }
 
 
+class PendingResult(NamedTuple):
+    """A tool call's result, written once the assistant message holding the call is: what it says, and the
+    plants placed in it."""
+
+    call_id: str
+    name: str
+    content: list[dict]
+    is_error: bool
+    details: dict | None
+    placements: list[dict]
+
+
 class Session:
     """Writes one journal, line by line, and records its entries for the manifest."""
 
@@ -504,7 +518,7 @@ class Session:
 
     def emit(self, obj: dict, kind: str | None = None, indexable: int = 0) -> str:
         """Append a line; returns the entry id (or L<n> for version 1)."""
-        line = orjson.dumps(obj) + b"\n"
+        line = pi_lines.dumps(obj)
         self.buf.append(line)
         self.size += len(line)
         self.since_compaction += len(line)
@@ -529,17 +543,18 @@ class Session:
             self.g.write(self.rel, b"".join(self.buf))
             self.buf.clear()
 
+    def at(self, parent: str | None | bool = True) -> pi_lines.At:
+        """The next entry's id (a version-1 journal has none), its parent (the leaf unless given) and time."""
+        if self.version < 3:
+            return pi_lines.At(None, None, iso(self.tick()))
+        eid = self.new_id()
+        at = pi_lines.At(eid, self.leaf if parent is True else parent or None, iso(self.tick()))
+        self.leaf = eid
+        self.all_ids.append(eid)
+        return at
+
     def entry(self, type_: str, parent: str | None | bool = True, **fields) -> dict:
-        obj: dict = {"type": type_}
-        if self.version >= 3:
-            eid = self.new_id()
-            obj["id"] = eid
-            obj["parentId"] = self.leaf if parent is True else parent
-            self.leaf = eid
-            self.all_ids.append(eid)
-        obj["timestamp"] = iso(self.tick())
-        obj.update(fields)
-        return obj
+        return pi_lines.entry(type_, self.at(parent), **fields)
 
     def plant(self, kind: str, text: str) -> str:
         """Add any pending needle/secret meant for this kind of entry to `text`."""
@@ -556,21 +571,22 @@ class Session:
 
     # entries -----------------------------------------------------------------
     def header(self) -> None:
-        h: dict = {"type": "session"}
-        if self.version >= 3:
-            h["version"] = 3
-        h["id"] = self.session_id
-        h["timestamp"] = iso(self.ms)
-        h["cwd"] = self.cwd
+        extra: dict = {}
+        parent = None
         if self.version == 1:
-            h["provider"] = self.model[0]
-            h["modelId"] = self.model[2]
-            h["thinkingLevel"] = self.rng.choice(["off", "low", "medium", "high"])
+            extra = {
+                "provider": self.model[0],
+                "modelId": self.model[2],
+                "thinkingLevel": self.rng.choice(["off", "low", "medium", "high"]),
+            }
         elif self.rng.random() < 0.04:
-            h["parentSession"] = (
-                f"/home/u/.pi/agent/sessions/{encode_cwd(self.cwd)}/older_{uuid.UUID(int=self.rng.getrandbits(128))}.jsonl"
+            older = uuid.UUID(int=self.rng.getrandbits(128))
+            parent = f"/home/u/.pi/agent/sessions/{encode_cwd(self.cwd)}/older_{older}.jsonl"
+        self.emit(
+            pi_lines.header(
+                self.session_id, iso(self.ms), self.cwd, version=self.version, parent_session=parent, **extra
             )
-        self.emit(h)
+        )
 
     def user(self) -> None:
         rng = self.rng
@@ -596,7 +612,7 @@ class Session:
                     }
                 )
                 self.g.images += 1
-        obj = self.entry("message", message={"role": "user", "content": content, "timestamp": msg_ms})
+        obj = self.entry("message", message=pi_lines.user(content, msg_ms))
         eid = self.emit(obj, "user", len(ask))
         self.user_ids.append(eid)
 
@@ -605,13 +621,10 @@ class Session:
         inp = rng.randint(800, 60_000)
         cr = rng.randint(0, 150_000)
         cw = rng.randint(0, 8000)
-        u: dict[str, Any] = {"input": inp, "output": out_tokens, "cacheRead": cr, "cacheWrite": cw}
-        if self.version >= 3:
-            u["totalTokens"] = inp + out_tokens + cr + cw
         parts = [n * price / 1e6 for n, price in zip((inp, out_tokens, cr, cw), PRICES[self.model[2]], strict=True)]
-        u["cost"] = dict(zip(("input", "output", "cacheRead", "cacheWrite"), (round(p, 6) for p in parts), strict=True))
-        u["cost"]["total"] = round(sum(parts), 6)
-        return u
+        cost = dict(zip(("input", "output", "cacheRead", "cacheWrite"), (round(p, 6) for p in parts), strict=True))
+        cost["total"] = round(sum(parts), 6)
+        return pi_lines.usage(inp, out_tokens, cr, cw, cost, total=self.version >= 3)
 
     def assistant(self, tool_calls: list[dict]) -> None:
         rng = self.rng
@@ -651,22 +664,21 @@ class Session:
         for tc in tool_calls:
             content.append(tc)
             n_text += len(orjson.dumps(tc["arguments"]))
-        msg = {
-            "role": "assistant",
-            "content": content,
-            "api": self.model[1],
-            "provider": self.model[0],
-            "model": self.model[2],
-            "usage": self.usage(rng.randint(20, 4000)),
-            "stopReason": "toolUse" if tool_calls else "stop",
-            "timestamp": self.ms,
-        }
-        if not tool_calls and rng.random() < 0.01:
-            msg["stopReason"] = "error"
-            msg["errorMessage"] = "overloaded_error: Overloaded"
+        usage = self.usage(rng.randint(20, 4000))
+        failed = not tool_calls and rng.random() < 0.01
+        msg = pi_lines.assistant(
+            content,
+            api=self.model[1],
+            provider=self.model[0],
+            model=self.model[2],
+            usage=usage,
+            stop_reason="error" if failed else "toolUse" if tool_calls else "stop",
+            timestamp_ms=self.ms,
+            error_message="overloaded_error: Overloaded" if failed else None,
+        )
         self.emit(self.entry("message", message=msg), "assistant", n_text)
 
-    def tool_call(self) -> tuple[dict, dict]:
+    def tool_call(self) -> tuple[dict, PendingResult]:
         """A toolCall block and its result message."""
         rng = self.rng
         pool = self.g.pool
@@ -753,24 +765,17 @@ class Session:
         outer, self.last_placements = self.last_placements, []
         text = self.plant("tool_result", text)  # its placements belong to the result entry
         deferred, self.last_placements = self.last_placements, outer
-        call = {"type": "toolCall", "id": call_id, "name": name, "arguments": args}
-        result = {
-            "role": "toolResult",
-            "toolCallId": call_id,
-            "toolName": name,
-            "content": [{"type": "text", "text": text}] + images,
-            "isError": is_error,
-        }
-        if details:
-            result["details"] = details
-        result["_placements"] = deferred
+        call = pi_lines.tool_call(call_id, name, args)
+        result = PendingResult(call_id, name, [{"type": "text", "text": text}] + images, is_error, details, deferred)
         return call, result
 
-    def tool_result(self, result: dict) -> None:
-        self.last_placements.extend(result.pop("_placements", []))
-        result["timestamp"] = self.tick(20, 30_000)
-        n = sum(len(b.get("text", "")) for b in result["content"])
-        self.emit(self.entry("message", message=result), "tool_result", n)
+    def tool_result(self, result: PendingResult) -> None:
+        self.last_placements.extend(result.placements)
+        msg = pi_lines.tool_result(
+            result.call_id, result.name, result.content, result.is_error, self.tick(20, 30_000), result.details or None
+        )
+        n = sum(len(b.get("text", "")) for b in result.content)
+        self.emit(self.entry("message", message=msg), "tool_result", n)
 
     def bash_execution(self) -> None:
         rng = self.rng
@@ -778,19 +783,18 @@ class Session:
         cmd = rng.choice(BASH_CMDS).format(p=path, d=path.rsplit("/", 1)[0], w=rng.choice(self.g.pool.words))
         out = TextPool.window(doc, rng, min(int(rng.lognormvariate(7.0, 1.4)), 50_000))
         out = self.plant("bash", out)
-        msg = {
-            "role": "bashExecution",
-            "command": cmd,
-            "output": out,
-            "exitCode": rng.choice([0, 0, 0, 0, 1]),
-            "cancelled": False,
-            "truncated": len(out) >= 49_000,
-            "timestamp": self.ms,
-        }
-        if msg["truncated"]:
-            msg["fullOutputPath"] = f"/tmp/pi-bash-{_rand(rng, string.hexdigits.lower(), 8)}.log"
-        if rng.random() < 0.1:
-            msg["excludeFromContext"] = True
+        exit_code = rng.choice([0, 0, 0, 0, 1])
+        truncated = len(out) >= 49_000
+        full = f"/tmp/pi-bash-{_rand(rng, string.hexdigits.lower(), 8)}.log" if truncated else None
+        msg = pi_lines.bash_execution(
+            cmd,
+            out,
+            exit_code,
+            self.ms,
+            truncated=truncated,
+            full_output_path=full,
+            exclude_from_context=True if rng.random() < 0.1 else None,
+        )
         self.emit(self.entry("message", message=msg), "bash", len(cmd) + len(out))
 
     def custom_message(self) -> None:
@@ -799,20 +803,18 @@ class Session:
         if self.version == 1:
             return
         content: object = text if rng.random() < 0.6 else [{"type": "text", "text": text}]
-        obj = self.entry(
-            "custom_message",
-            customType=rng.choice(["reminder", "plan-mode", "todo"]),
-            content=content,
-            display=rng.random() < 0.8,
-        )
+        custom_type = rng.choice(["reminder", "plan-mode", "todo"])
+        display = rng.random() < 0.8
+        at = self.at()
+        own = {"customType": custom_type, "content": content, "display": display}
         if rng.random() < 0.3:
-            obj["details"] = {"source": "extension", "count": rng.randint(1, 9)}
-        self.emit(obj, "custom", len(text))
+            own["details"] = {"source": "extension", "count": rng.randint(1, 9)}
+        self.emit(pi_lines.entry("custom_message", at, **own), "custom", len(text))
 
     def custom_role_message(self) -> None:
         """role `custom`: journals migrated from version 2 (`hookMessage`)."""
         text = self.plant("custom", "Hook note: " + self.g.pool.prose_text(self.rng, 2))
-        msg = {"role": "custom", "customType": "hook", "content": text, "display": True, "timestamp": self.ms}
+        msg = pi_lines.custom_role("hook", text, True, self.ms)
         self.emit(self.entry("message", message=msg), "custom", len(text))
 
     def compaction(self) -> None:

@@ -78,7 +78,7 @@ def word_form(word: str, held: set[str], conn, rng: random.Random) -> str | None
 def ranks_of(conn, terms: list[str], rowid: int, everything, with_forms: bool) -> int | None:
     """The entry's rank among the first 100 for the terms (all of them, global scope), or None."""
     if with_forms:
-        mine = [row.rowid for row, _score, _tier in query._matches(conn, terms, "AND", everything, "1", [], 100)]
+        mine = [row.rowid for row, _score in query._matches(conn, terms, "AND", everything, "1", [], 100).ranked]
     else:
         mine = [row.rowid for row, _score in query._ranked(conn, terms, "AND", everything, "1", [])]
     mine = mine[:100]

@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pi_lines
 from benchmarks import corpus as corpus_mod
 from benchmarks import docs_figures
 from benchmarks import floor as floor_mod
@@ -676,21 +677,12 @@ class Bench:
                 word = "frsh" + "".join(rng.choice("bdfgklmnprstvz") + rng.choice("aeiou") for _ in range(4))
                 eid = f"{rng.getrandbits(32):08x}"
                 now = time.time()
-                line = {
-                    "type": "message",
-                    "id": eid,
-                    "parentId": last_id,
-                    "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
-                    + f".{int(now * 1000) % 1000:03d}Z",
-                    "message": {
-                        "role": "user",
-                        "content": [{"type": "text", "text": f"remember {word} for later"}],
-                        "timestamp": int(now * 1000),
-                    },
-                }
+                stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+                text = [{"type": "text", "text": f"remember {word} for later"}]
+                line = pi_lines.message(pi_lines.At(eid, last_id, stamp), pi_lines.user(text, int(now * 1000)))
                 last_id = eid
                 with open(dst, "ab") as fo:
-                    fo.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")
+                    fo.write(pi_lines.dumps(line))
                 t = time.perf_counter()
                 indexer.index_journal(conn, dst)
                 res = query.search(conn, loc, word, scope="project", cwd=f["cwd"], limit=10, home="/home/u")

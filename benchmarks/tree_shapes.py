@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import tempfile
 import time
 from pathlib import Path
 
+import pi_lines
+
 
 def line(obj: dict) -> str:
-    return json.dumps(obj, separators=(",", ":")) + "\n"
+    return pi_lines.dumps(obj).decode()
 
 
 def ts(i: int) -> str:
@@ -28,20 +29,29 @@ def ts(i: int) -> str:
 
 
 def header(sid: str, cwd: str) -> str:
-    return line({"type": "session", "version": 3, "id": sid, "timestamp": ts(0), "cwd": cwd})
+    return line(pi_lines.header(sid, ts(0), cwd))
+
+
+NO_USAGE = pi_lines.usage(0, 0, 0, 0, {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0})
 
 
 def message(eid: str, parent: str | None, i: int, role: str, text: str) -> str:
+    """A user message, or an assistant's answer (as Pi writes one, without usage worth counting)."""
     content = [{"type": "text", "text": text}]
-    return line(
-        {
-            "type": "message",
-            "id": eid,
-            "parentId": parent,
-            "timestamp": ts(i),
-            "message": {"role": role, "content": content},
-        }
-    )
+    ms = 1773568800000 + i  # ts(i) in milliseconds
+    if role == "user":
+        body = pi_lines.user(content, ms)
+    else:
+        body = pi_lines.assistant(
+            content,
+            api="anthropic-messages",
+            provider="anthropic",
+            model="claude-sonnet-4-5",
+            usage=NO_USAGE,
+            stop_reason="stop",
+            timestamp_ms=ms,
+        )
+    return line(pi_lines.message(pi_lines.At(eid, parent, ts(i)), body))
 
 
 def write(folder: Path, name: str, lines: list[str]) -> Path:
@@ -64,26 +74,8 @@ def journals(sessions: Path, scale: float) -> dict[str, tuple[str, str]]:
         [
             header(sid, cwd),
             message("u0000001", None, 1, "user", "the first question"),
-            line(
-                {
-                    "type": "label",
-                    "id": "lab00001",
-                    "parentId": "lab00002",
-                    "timestamp": ts(2),
-                    "targetId": "u0000001",
-                    "label": "one",
-                }
-            ),
-            line(
-                {
-                    "type": "label",
-                    "id": "lab00002",
-                    "parentId": "lab00001",
-                    "timestamp": ts(3),
-                    "targetId": "u0000001",
-                    "label": "two",
-                }
-            ),
+            line(pi_lines.entry("label", pi_lines.At("lab00001", "lab00002", ts(2)), targetId="u0000001", label="one")),
+            line(pi_lines.entry("label", pi_lines.At("lab00002", "lab00001", ts(3)), targetId="u0000001", label="two")),
             message("u0000002", "lab00001", 4, "user", "an entry under the label cycle"),
             message("a0000002", "u0000002", 5, "assistant", "an answer"),
         ],

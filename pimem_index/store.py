@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import orjson
 
 from pimem_index import db
 from pimem_index.errors import UserError
+from pimem_index.journal import KINDS
 from pimem_index.locations import Locations, make_folder
 
 # 7: this release's changes (edits, forks, ids, terms, narrow usage figures); 6: usage figures, tool_calls
@@ -33,12 +35,21 @@ FTS_OPTIONS = "content='', contentless_delete=1, detail=none, tokenize='unicode6
 TS_TEXT = "strftime('%Y-%m-%dT%H:%M:%fZ', ts / 1000.0, 'unixepoch')"
 # An ISO timestamp bound as a parameter, in epoch milliseconds (NULL when it is NULL or not a date).
 TS_FROM_TEXT = "CAST(round(unixepoch(?, 'subsec') * 1000) AS INTEGER)"
+# A stored session id (`sid`, made by `session_key`) as its text: a UUID's 16 bytes in the 8-4-4-4-12 form.
+SESSION_TEXT = (
+    "CASE WHEN typeof(sid) = 'blob' THEN lower(format('%s-%s-%s-%s-%s', substr(hex(sid), 1, 8), "
+    "substr(hex(sid), 9, 4), substr(hex(sid), 13, 4), substr(hex(sid), 17, 4), substr(hex(sid), 21))) ELSE sid END"
+)
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # An entry's message role from its kind: the role Pi writes for each kind (journal.ROLE_KINDS;
 # version 2's `hookMessage` reads as `custom`, as its kind does). Summaries have no role.
 KIND_ROLE = (
-    "CASE kind WHEN 'user' THEN 'user' WHEN 'assistant' THEN 'assistant' WHEN 'tool_result' THEN 'toolResult' "
-    "WHEN 'bash' THEN 'bashExecution' WHEN 'custom' THEN 'custom' END"
+    "CASE k WHEN 0 THEN 'user' WHEN 1 THEN 'assistant' WHEN 2 THEN 'toolResult' "
+    "WHEN 3 THEN 'bashExecution' WHEN 4 THEN 'custom' END"
 )
+# An entry's kind (entries.k) as its name, and a kind's name bound as a parameter as its number.
+KIND_TEXT = "CASE k " + " ".join(f"WHEN {n} THEN '{kind}'" for n, kind in enumerate(KINDS)) + " END"
+KIND_FROM_TEXT = "CASE ? " + " ".join(f"WHEN '{kind}' THEN {n}" for n, kind in enumerate(KINDS)) + " END"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -79,13 +90,18 @@ CREATE TABLE IF NOT EXISTS entries (
     file_id INTEGER NOT NULL REFERENCES files(id),
     id TEXT NOT NULL,
     parent_id TEXT,
-    session_id TEXT,
+    -- The session's id as stored (`session_key`): a UUID's 16 bytes (36 as text), any other id its text.
+    -- `session_id` gives the id's text back.
+    sid ANY,
+    session_id TEXT GENERATED ALWAYS AS ({session_text}) VIRTUAL,
     -- When the entry was written, in milliseconds since 1970 UTC (6 bytes where the ISO text took 24):
     -- what queries filter and sort on. `timestamp` gives the journal's ISO text back.
     ts INTEGER,
     timestamp TEXT GENERATED ALWAYS AS ({ts_text}) VIRTUAL,
-    kind TEXT NOT NULL,
-    -- The message's role follows from the kind (journal.ROLE_KINDS), so it takes no bytes.
+    -- The kind as its place in journal.KINDS (0 to 6: no byte or one where its name took 4 to 14),
+    -- `kind` gives the name back, and the message's role follows from it (journal.ROLE_KINDS).
+    k INTEGER NOT NULL,
+    kind TEXT GENERATED ALWAYS AS ({kind_text}) VIRTUAL,
     role TEXT GENERATED ALWAYS AS ({kind_role}) VIRTUAL,
     tool TEXT,
     chars INTEGER NOT NULL,
@@ -113,7 +129,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts USING fts5(text, {fts_options});
 -- (paired by call id within the journal), NULL until that result is indexed.
 CREATE TABLE IF NOT EXISTS tool_calls (
     entry_rowid INTEGER NOT NULL,
-    session_id TEXT,
+    sid ANY,  -- as entries.sid: the session's id, a UUID in 16 bytes
+    session_id TEXT GENERATED ALWAYS AS ({session_text}) VIRTUAL,
     call_id TEXT,
     tool TEXT,
     path TEXT,
@@ -197,10 +214,6 @@ ENTRY_INDEXES = {
     "WHERE is_error = 1 OR exit_code <> 0",
     "tool_calls_entry": "CREATE INDEX IF NOT EXISTS tool_calls_entry ON tool_calls(entry_rowid)",
     "entries_digest": "CREATE INDEX IF NOT EXISTS entries_digest ON entries(text_digest)",
-    # A session's edit and write calls (its page's files changed, files most edited for one session): only
-    # those, so the index holds a fifth of the calls (queries name the same `tool IN ('edit', 'write')`).
-    "tool_calls_session": "CREATE INDEX IF NOT EXISTS tool_calls_session ON tool_calls(session_id) "
-    "WHERE tool IN ('edit', 'write')",
 }
 
 
@@ -251,6 +264,14 @@ def epoch_ms(iso: str) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return (moment - EPOCH) // timedelta(milliseconds=1)
+
+
+def session_key(session_id: str | None) -> bytes | str | None:
+    """A session id as entries.sid and tool_calls.sid store it: a lowercase UUID's 16 bytes, any other id
+    as it is (SESSION_TEXT gives the text back either way)."""
+    if session_id is not None and _UUID.fullmatch(session_id):
+        return bytes.fromhex(session_id.replace("-", ""))
+    return session_id
 
 
 def ts_text(ms: int) -> str:
@@ -396,7 +417,13 @@ def fts_text(text: str, scope: str) -> str:
 
 
 def _statements(script: str) -> list[str]:
-    for name, sql in (("{fts_options}", FTS_OPTIONS), ("{ts_text}", TS_TEXT), ("{kind_role}", KIND_ROLE)):
+    for name, sql in (
+        ("{fts_options}", FTS_OPTIONS),
+        ("{ts_text}", TS_TEXT),
+        ("{kind_role}", KIND_ROLE),
+        ("{kind_text}", KIND_TEXT),
+        ("{session_text}", SESSION_TEXT),
+    ):
         script = script.replace(name, sql)
     return [s.strip() for s in script.split(";\n") if s.strip()]
 

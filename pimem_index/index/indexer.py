@@ -437,19 +437,22 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: parsing.Batch, expe
         return file_id
 
 
-# The entries columns a batch's values go to, in EntryValues' order (its timestamp is stored as ts).
+# The entries columns a batch's values go to, in EntryValues' order: its timestamp is stored as ts,
+# its kind as k (entries.timestamp and entries.kind are computed from them).
+STORED = {"timestamp": "ts", "kind": "k"}
 INSERT_COLUMNS = (
     "rowid",
     "file_id",
-    "session_id",
-    *("ts" if name == "timestamp" else name for name in parsing.EntryValues._fields),
+    "sid",
+    *(STORED.get(name, name) for name in parsing.EntryValues._fields),
 )
 # Rows carry "" and parsing.NO_INT for a missing value, turned into NULL here: binding None
 # costs pysqlite3 about 2 us a value (a quarter of the entries' insert time).
 NULLABLE = {
-    "session_id": "NULLIF(?, '')",
+    "sid": "NULLIF(?, '')",
     "parent_id": "NULLIF(?, '')",
     "ts": store.TS_FROM_TEXT.replace("?", "NULLIF(?, '')"),
+    "k": store.KIND_FROM_TEXT,
     "tool": "NULLIF(?, '')",
     "tokens_before": f"NULLIF(?, {parsing.NO_INT})",
     "model": "NULLIF(?, '')",
@@ -494,11 +497,11 @@ def _insert_rows(
     executemany, which is cheaper with nobody to hand the GIL to (7.9 s against 9.0 s for a
     cold index of the 514 MB benchmark corpus).
     """
-    session_id = session_id or ""  # NULLABLE: no None is bound
+    sid = store.session_key(session_id) or ""  # NULLABLE: no None is bound
     if batch.parsed_apart:
         conn.executemany(
             _insert_sql("entries", INSERT_COLUMNS, 1),
-            [(first + k, file_id, session_id, *row) for k, row in enumerate(batch.rows)],
+            [(first + k, file_id, sid, *row) for k, row in enumerate(batch.rows)],
         )
         conn.executemany(
             _insert_sql("entries_fts", ("rowid", "text"), 1),
@@ -511,7 +514,7 @@ def _insert_rows(
         rowid = first + i
         params: list = []
         for k, row in enumerate(rows):
-            params += (rowid + k, file_id, session_id)
+            params += (rowid + k, file_id, sid)
             params += row
         conn.execute(_insert_sql("entries", INSERT_COLUMNS, len(rows)), params)
         terms: list = []
@@ -525,9 +528,10 @@ def _insert_calls(conn: db.Connection, first: int, file_id: int, session_id: str
     batch directly, one answering a call of an earlier batch of this journal by updating that call."""
     # Positions, not names: a batch from a parsing process carries plain tuples (parsing.Batch.__getstate__).
     calls: list[list] = []
+    sid = store.session_key(session_id)
     waiting: dict[str, list] = {}
     for row, call_id, tool, path in batch.calls:
-        calls.append([first + row, session_id, call_id or None, tool or None, path or None, None, None])
+        calls.append([first + row, sid, call_id or None, tool or None, path or None, None, None])
         if call_id:
             waiting.setdefault(call_id, calls[-1])
     earlier: list[tuple] = []
@@ -540,7 +544,7 @@ def _insert_calls(conn: db.Connection, first: int, file_id: int, session_id: str
             paired[5], paired[6] = first + row, is_error
     if calls:
         conn.executemany(
-            "INSERT INTO tool_calls (entry_rowid, session_id, call_id, tool, path, result_rowid, is_error) "
+            "INSERT INTO tool_calls (entry_rowid, sid, call_id, tool, path, result_rowid, is_error) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             calls,
         )

@@ -10,8 +10,9 @@ from __future__ import annotations
 import functools
 import math
 import time
+from collections.abc import Collection
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 from pimem_index import db, store
 from pimem_index.errors import Arg, UserError
@@ -179,12 +180,13 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
         more = len(rows) > limit
     else:
         needed = request.offset + limit + 1  # the page and one more, to say whether more remain
-        match, ranked = _candidates(conn, terms, sc, where, params, needed)
-        more = _page_of_ranked(conn, locations, request, sc, _ordered(ranked, time.time()), reply)
-        if not more and len(reply["results"]) < limit and _forms_skipped(ranked, needed):
+        exact = wordforms.identifier_parts(request.query)
+        match, found = _candidates(conn, terms, sc, where, params, needed, exact)
+        more = _page_of_ranked(conn, locations, request, sc, _ordered(found.ranked, time.time()), reply)
+        if not more and len(reply["results"]) < limit and found.forms_skipped:
             # Folding left the page short of what the words as written promised: look at other forms too.
-            match, ranked = _candidates(conn, terms, sc, where, params, CANDIDATES)
-            more = _page_of_ranked(conn, locations, request, sc, _ordered(ranked, time.time()), reply)
+            match, found = _candidates(conn, terms, sc, where, params, CANDIDATES, exact)
+            more = _page_of_ranked(conn, locations, request, sc, _ordered(found.ranked, time.time()), reply)
         reply["match"] = match
         if match == "any":
             reply["hint"] = "no entry has every term; showing entries with any of them"
@@ -325,51 +327,101 @@ STATS_SAMPLE = 5_000
 _stats_cache: dict[str, tuple[float, int | None, int, float]] = {}  # (at, max rowid, count, average)
 
 
+class Matches(NamedTuple):
+    """A query's candidates, best first by one score (`_matches`), and whether entries matching only
+    through other forms of the words were left out because they could not reach the page asked for."""
+
+    ranked: list[tuple[EntryRow, float]]
+    forms_skipped: bool
+
+
+class Word(NamedTuple):
+    """A query word for ranking: its forms in the index (the word first, `wordforms.in_index`) and its weight."""
+
+    forms: tuple[str, ...]
+    weight: float
+
+
+def _words(conn, terms: list[str], count: int, exact: Collection[str]) -> list[Word]:
+    """The query words' forms and weights: a word with other forms weighs the IDF of its forms together
+    (every form is the word, as FTS5's porter has it); one without (an identifier's part, in `exact`,
+    or a word the index holds in one form only) its own IDF."""
+    words = []
+    for t in terms:
+        forms = (t,) if t in exact else wordforms.in_index(conn, t, count)
+        held = wordforms.holding(conn, forms, count) if len(forms) > 1 else None
+        words.append(Word(forms, _idf(conn, t, count) if held is None else _idf_of(held, count)))
+    return words
+
+
 def _matches(
-    conn, terms: list[str], op: str, scope: Scope, where: str, params: list, needed: int
-) -> list[tuple[EntryRow, float, int]]:
-    """Up to CANDIDATES matches with scores and tiers: the words as written (tier 0, `_ranked`), then, only
-    when those are fewer than `needed` (what the page shows), entries matching only through other forms
-    of them (tier 1, `_ranked_forms`). Tier 0 comes first whatever the scores, so when it fills the page
-    the other forms could not change it and are not looked for."""
-    exact = [(row, score, 0) for row, score in _ranked(conn, terms, op, scope, where, params)]
-    if len(exact) >= min(needed, CANDIDATES):
-        return exact
-    others = _ranked_forms(conn, terms, op, scope, where, params, CANDIDATES - len(exact))
-    return exact + [(row, score, 1) for row, score in others]
+    conn, terms: list[str], op: str, scope: Scope, where: str, params: list, needed: int, exact: Collection[str] = ()
+) -> Matches:
+    """Up to CANDIDATES matches, best first by one BM25 score: the words as written (`_ranked`) and,
+    merged by score, entries matching only through other forms of them (`_ranked_forms`). A word
+    counts the same in any form (`_words`); an entry holding every word as written scores
+    WRITTEN_BONUS more (a weight, not a tier: a much shorter entry holding the words in other forms
+    can pass a long one holding them as written). The words in `exact` (parts of identifiers) match
+    only as written. Other forms are not asked for when no entry holding them could score above the
+    `needed`th match of the words as written."""
+    count, _average = _collection_stats(conn)
+    words = _words(conn, terms, count, exact)
+    written = _ranked(conn, terms, op, scope, where, params, [w.weight for w in words])
+    if all(len(w.forms) == 1 for w in words):
+        return Matches(written, False)
+    if op == "AND":
+        written = [(row, score * (1 + WRITTEN_BONUS)) for row, score in written]
+    reach = min(needed, CANDIDATES)
+    if len(written) >= reach and written[reach - 1][1] >= _forms_best(words, op):
+        return Matches(written, True)
+    others = _ranked_forms(conn, words, op, scope, where, params, CANDIDATES)
+    merged = sorted(written + others, key=lambda m: (-m[1], -m[0].rowid))
+    return Matches(merged[:CANDIDATES], False)
 
 
-def _candidates(conn, terms: list[str], sc: Scope, where: str, params: list, needed: int) -> tuple[str, list]:
-    """The match kind ("all", else "any" when no entry holds every term) and its ranked candidates."""
-    ranked = _matches(conn, terms, "AND", sc, where, params, needed)
-    if ranked or len(terms) < 2:
-        return "all", ranked
-    return "any", _matches(conn, terms, "OR", sc, where, params, needed)
+# What an entry holding every query word as written scores more than one holding some in other forms.
+# Chosen with benchmarks/ranking.py (30 MB, seeds 7-10): the word-form set at or above FTS5's porter
+# and the known items at or above plain bm25, in the same run (0.25 let the known items fall below bm25
+# on one seed, 1.0 the word forms below porter).
+WRITTEN_BONUS = 0.4
+# BM25's length factor at its largest (an entry of no characters): what bounds a form match's score.
+_LENGTH_FACTOR_MAX = (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B))
 
 
-def _forms_skipped(ranked: list[tuple[EntryRow, float, int]], needed: int) -> bool:
-    """Whether `_matches` left other forms out because the words as written seemed to fill `needed`."""
-    return needed <= len(ranked) < CANDIDATES and all(tier == 0 for _row, _score, tier in ranked)
+def _forms_best(words: list[Word], op: str) -> float:
+    """The highest score an entry matching only through other forms can have (`_ranked_forms`): every
+    word's weight under AND, those of the words with other forms under OR (it holds none as written)."""
+    return sum(w.weight for w in words if op == "AND" or len(w.forms) > 1) * _LENGTH_FACTOR_MAX
 
 
-def _ordered(ranked: list[tuple[EntryRow, float, int]], now: float) -> list[tuple[float, EntryRow]]:
-    """(reranked score, row), best first: tier by tier (the words as written first), then by `_rerank`."""
-    reranked = sorted(
-        ((tier, _rerank(row, score, now), row) for row, score, tier in ranked),
-        key=lambda t: (t[0], -t[1], -t[2].rowid),
-    )
-    return [(score, row) for _tier, score, row in reranked]
+def _candidates(
+    conn, terms: list[str], sc: Scope, where: str, params: list, needed: int, exact: Collection[str] = ()
+) -> tuple[str, Matches]:
+    """The match kind ("all", else "any" when no entry holds every term in some form) and its candidates."""
+    found = _matches(conn, terms, "AND", sc, where, params, needed, exact)
+    if found.ranked or len(terms) < 2:
+        return "all", found
+    return "any", _matches(conn, terms, "OR", sc, where, params, needed, exact)
 
 
-def _ranked(conn, terms: list[str], op: str, scope: Scope, where: str, params: list) -> list[tuple[EntryRow, float]]:
+def _ordered(ranked: list[tuple[EntryRow, float]], now: float) -> list[tuple[float, EntryRow]]:
+    """(reranked score, row), best first by `_rerank`."""
+    reranked = sorted(((_rerank(row, score, now), row) for row, score in ranked), key=lambda t: (-t[0], -t[1].rowid))
+    return reranked
+
+
+def _ranked(
+    conn, terms: list[str], op: str, scope: Scope, where: str, params: list, weights: list[float] | None = None
+) -> list[tuple[EntryRow, float]]:
     """Up to CANDIDATES matches with their scores, best first by BM25 over which terms an entry holds.
 
     The index keeps no positions (store.FTS_OPTIONS), so a term counts once per entry: the
     score is the sum of the held terms' IDF, times BM25's length factor on the entry's
     characters. For `AND` every match holds every term, so the length factor decides.
+    `weights`: each term's instead of its IDF (`_matches`).
     """
     count, average = _collection_stats(conn)
-    weights = [_idf(conn, t, count) for t in terms]
+    weights = weights or [_idf(conn, t, count) for t in terms]
     held_params: list[object]
     if op == "AND":
         held, held_params = "?", [sum(weights)]
@@ -389,25 +441,23 @@ def _ranked(conn, terms: list[str], op: str, scope: Scope, where: str, params: l
     return [(EntryRow._make(row[:-1]), row[-1]) for row in rows]
 
 
-# What an entry holding only another form of a query word gets of the forms' IDF (benchmarks/ranking.py).
-FORM_WEIGHT = 0.5
 _HOLDS = "e.rowid IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?)"
 
 
 def _ranked_forms(
-    conn, terms: list[str], op: str, scope: Scope, where: str, params: list, limit: int
+    conn, words: list[Word], op: str, scope: Scope, where: str, params: list, limit: int
 ) -> list[tuple[EntryRow, float]]:
-    """Up to `limit` entries matching the words only through other forms (wordforms), best first:
-    scored as `_ranked`, a word held in another form counting FORM_WEIGHT of its forms' IDF."""
-    count, average = _collection_stats(conn)
-    groups = [wordforms.in_index(conn, t, count) for t in terms]
+    """Up to `limit` entries matching the words only through other forms, best first: scored as
+    `_ranked`, over the words an entry holds in any form (`_words`)."""
+    _count, average = _collection_stats(conn)
+    groups = [w.forms for w in words]
     expression = wordforms.others_only(groups, op)
     if expression is None:
         return []
-    several = sum(len(g) > 1 for g in groups) > 1  # else which forms a match holds is known from the expression
+    several = sum(len(g) > 1 for g in groups) > 1  # else which words a match holds is known from the expression
     held_sql, held_params = [], []
-    for group in groups:
-        sql, values = _held_form(conn, group, count, op, scope if several else None)
+    for word in words:
+        sql, values = _held_form(word, op, scope if several else None)
         held_sql.append(sql)
         held_params.extend(values)
     score = f"({' + '.join(held_sql)}) * {BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * e.chars / ?))"
@@ -420,22 +470,18 @@ def _ranked_forms(
     return [(EntryRow._make(row[:-1]), row[-1]) for row in rows]
 
 
-def _held_form(conn, group: tuple[str, ...], count: int, op: str, scope: Scope | None) -> tuple[str, list]:
+def _held_form(word: Word, op: str, scope: Scope | None) -> tuple[str, list]:
     """One word's part of a form match's score, as SQL and parameters (`_ranked_forms`).
 
-    Under AND a match holds the word as written (its IDF) or another form (FORM_WEIGHT of the
-    forms' IDF); under OR it holds no word as written, so another form or nothing. Which, is
-    asked within the scope, and only when several words have other forms (`scope` given).
+    Under AND a match holds every word in some form: its weight. Under OR it holds no word as
+    written, so a word without other forms counts nothing and one with them its weight if the
+    entry holds one: asked within the scope when several words have other forms (`scope` given).
     """
-    if len(group) == 1:
-        return ("?", [_idf(conn, group[0], count)]) if op == "AND" else ("0", [])
-    other = FORM_WEIGHT * _idf_of(wordforms.holding(conn, group, count), count)
-    if scope is None:
-        return "?", [other]
-    if op == "AND":
-        exact = _in_scope(f'"{group[0]}"', scope)
-        return f"(CASE WHEN {_HOLDS} THEN ? ELSE ? END)", [exact, _idf(conn, group[0], count), other]
-    return f"(CASE WHEN {_HOLDS} THEN ? ELSE 0 END)", [_in_scope(wordforms.any_form(group), scope), other]
+    if op == "AND" or (len(word.forms) > 1 and scope is None):
+        return "?", [word.weight]
+    if len(word.forms) == 1:
+        return "0", []
+    return f"(CASE WHEN {_HOLDS} THEN ? ELSE 0 END)", [_in_scope(wordforms.any_form(word.forms), scope), word.weight]
 
 
 def _idf(conn, term: str, count: int) -> float:

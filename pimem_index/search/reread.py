@@ -65,7 +65,8 @@ class EntryRow(NamedTuple):
 
 
 # EntryRow's columns over `entries e JOIN files f` (ENTRY_FROM).
-ENTRY_COLUMNS = ", ".join(("f." if name in ("cwd", "path") else "e.") + name for name in EntryRow._fields)
+# The session id is the journal's (files.session_id, as entries.session_id computes it from its sid).
+ENTRY_COLUMNS = ", ".join(("f." if name in ("cwd", "path", "session_id") else "e.") + name for name in EntryRow._fields)
 ENTRY_FROM = "FROM entries e JOIN files f ON f.id = e.file_id"
 
 

@@ -6,10 +6,11 @@ identifier is found exactly as before. A query word also matches its other forms
 English ending that FTS5's `porter` stemmer over the index's tokenizer joins to it (`of`).
 Python has no stemmer that is FTS5's, so the candidates go once into an in-memory FTS5 table
 with that tokenizer and FTS5 says which match. The answer depends on the word alone, so it is
-kept (an LRU of words). Search asks the index for other forms only when the words as written
-do not fill the page (query._matches), ranks those entries after the exact ones, and keeps which
-forms the index holds per index generation (`in_index`, `kept`). Excerpts and highlights mark
-the whole words `matches` finds, so a page marks what search matched.
+kept (an LRU of words). Search ranks a word the same in any form, an entry holding every word
+as written a little higher (query._matches), asks the index for other forms only when they could
+reach the page, and keeps which forms the index holds per index generation (`in_index`, `kept`).
+The parts of an identifier (`identifier_parts`) match only as written. Excerpts and highlights
+mark the whole words `matches` finds, so a page marks what search matched.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import threading
 from collections.abc import Iterator
 
 from pimem_index import db
+from pimem_index.search.request import query_terms
 
 # The index's tokenizer (store.FTS_OPTIONS) with FTS5's Porter stemmer over it.
 STEMMER = "porter unicode61 remove_diacritics 2"
@@ -60,6 +62,18 @@ def _candidates(term: str, stem: str) -> set[str]:
     if stem.endswith("i"):
         bases.add(stem[:-1] + "y")
     return {base + ending for base in bases for ending in ENDINGS if base}
+
+
+# A query's identifier: a word holding a digit, an inner `_` or `.`, or a lower letter then a capital
+# (`parse_args`, `request.py`, `utf8`, `getUser`). It names one thing, so its parts have no other forms.
+_IDENTIFIER = re.compile(r"\d|\w[_.]\w|[a-z][A-Z]")
+
+
+@functools.lru_cache(maxsize=256)
+def identifier_parts(query: str | None) -> frozenset[str]:
+    """The query terms (as `request.query_terms` cuts them) that are parts of an identifier: they match as written."""
+    words = (w.strip("\"'`()[]{}<>,.;:!?") for w in (query or "").split())
+    return frozenset(t for w in words if _IDENTIFIER.search(w) for t in query_terms(w))
 
 
 def matches(text: str, terms: list[str] | tuple[str, ...]) -> Iterator[re.Match]:

@@ -70,15 +70,20 @@ class Change(NamedTuple):
     result_rowid: int | None
 
 
+# A session's edit and write calls that did not fail: its journals (files_session_id), their entries
+# (entries_file_offset), their calls (tool_calls_entry).
+CHANGES_SQL = (
+    "SELECT c.entry_rowid, c.call_id, c.tool, c.path, c.result_rowid FROM files f "
+    "JOIN entries e ON e.file_id = f.id JOIN tool_calls c ON c.entry_rowid = e.rowid "
+    "WHERE f.session_id = ? AND c.tool IN ('edit', 'write') AND c.path IS NOT NULL "
+    "AND COALESCE(c.is_error, 0) = 0 ORDER BY c.entry_rowid, c.rowid"
+)
+
+
 def changes(conn: db.Connection, session_id: str, rowids: dict[int, str]) -> list[Change]:
     """The session's edit and write calls that did not fail, among the entries shown, in journal order
-    (through `tool_calls_session`)."""
-    rows = conn.execute(
-        "SELECT entry_rowid, call_id, tool, path, result_rowid FROM tool_calls "
-        "WHERE session_id = ? AND tool IN ('edit', 'write') AND path IS NOT NULL AND COALESCE(is_error, 0) = 0 "
-        "ORDER BY entry_rowid, rowid",
-        (session_id,),
-    ).fetchall()
+    (through its journals' entries: the session's own rows, whatever the size of the index)."""
+    rows = conn.execute(CHANGES_SQL, (session_id,)).fetchall()
     return [Change._make(row) for row in rows if row[0] in rowids]
 
 

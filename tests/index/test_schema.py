@@ -6,7 +6,7 @@ import json
 
 import sqlite_utils
 
-from pimem_index import store
+from pimem_index import db, journal, store
 
 CONTRACT_COLUMNS = {
     "files": set(),
@@ -52,8 +52,8 @@ def test_no_table_of_the_index_holds_the_journals_text(world, locations):
 def test_an_entrys_time_is_stored_as_epoch_milliseconds_and_read_as_the_journals_iso_text(world, locations):
     index = sqlite_utils.Database(str(locations.db_path))
     written = {}
-    for journal in (world["a"], world["b"]):
-        for line in journal.path.read_text().splitlines():
+    for written_journal in (world["a"], world["b"]):
+        for line in written_journal.path.read_text().splitlines():
             obj = json.loads(line)
             if obj.get("type") != "session":
                 written[obj["id"]] = obj["timestamp"]
@@ -73,3 +73,43 @@ def test_an_entrys_role_follows_from_its_kind_and_takes_no_bytes(world, location
         "compaction": None, "branch_summary": None,
     }  # fmt: skip
     assert "role" not in {c.name for c in index["entries"].columns}
+
+
+def test_a_session_id_is_stored_as_a_uuids_16_bytes_and_read_as_its_text(world, locations):
+    index = sqlite_utils.Database(str(locations.db_path))
+    journals = {row["path"]: row["session_id"] for row in index.query("SELECT path, session_id FROM files")}
+    for table, rowid in (("entries", "e.rowid"), ("tool_calls", "e.entry_rowid")):
+        rows = list(
+            index.query(
+                f"SELECT e.session_id, typeof(e.sid) AS stored, length(e.sid) AS size, f.path FROM {table} e "
+                f"JOIN entries x ON x.rowid = {rowid} JOIN files f ON f.id = x.file_id"
+            )
+        )
+        assert rows and all(r["session_id"] == journals[r["path"]] for r in rows), table
+        assert {(r["stored"], r["size"]) for r in rows} == {("blob", 16)}, table
+        assert "session_id" not in {c.name for c in index[table].columns}, table
+
+
+def test_a_session_id_that_is_not_a_lowercase_uuid_is_stored_as_it_is():
+    for odd in ("session-one", "0C340C8B-0000-4000-8000-000000000000", "redacted-0123456789abcdef"):
+        assert store.session_key(odd) == odd
+    uuid = "019a6d3e-0c34-7c8b-9d2e-0123456789ab"
+    assert store.session_key(uuid) == bytes.fromhex(uuid.replace("-", ""))
+    conn = db.connect(":memory:")
+    conn.execute(f"CREATE TABLE t (sid ANY, session_id TEXT GENERATED ALWAYS AS ({store.SESSION_TEXT}) VIRTUAL)")
+    for value in (uuid, "session-one", None):
+        conn.execute("INSERT INTO t (sid) VALUES (?)", (store.session_key(value),))
+    assert [r[0] for r in conn.execute("SELECT session_id FROM t")] == [uuid, "session-one", None]
+
+
+def test_an_entrys_kind_is_stored_as_its_number_and_read_as_its_name(world, locations):
+    index = sqlite_utils.Database(str(locations.db_path))
+    rows = list(index.query("SELECT id, k, typeof(k) AS stored, kind FROM entries"))
+    by_id = {r["id"]: r for r in rows}
+    for kind in ("user", "assistant", "tool_result", "bash", "compaction", "branch_summary"):
+        entry = by_id[world["ids"][kind]]
+        assert entry["kind"] == kind and entry["k"] == journal.KINDS.index(kind) and entry["stored"] == "integer"
+    assert "kind" not in {c.name for c in index["entries"].columns}
+    assert [r["n"] for r in index.query("SELECT count(*) AS n FROM entries WHERE kind = 'user'")] == [
+        sum(r["kind"] == "user" for r in rows)
+    ]

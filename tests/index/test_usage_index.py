@@ -16,6 +16,7 @@ from pimem_index import journal
 from pimem_index.cli import cli
 from pimem_index.index.indexer import index_all
 from pimem_index.manage import forget
+from pimem_index.session import review
 
 
 def journal_sums(paths: list[Path], forgotten: frozenset[str] = frozenset()) -> dict[str, dict]:
@@ -396,17 +397,18 @@ def test_usage_figures_come_from_the_entries_table_and_no_index_copies_them(conn
     assert copies == []
 
 
-def test_a_session_s_edits_are_looked_up_through_an_index_of_edit_and_write_calls_alone(conn, history):
-    a, _b = history
+def test_a_session_s_edits_are_looked_up_through_its_own_entries_never_a_scan_of_every_call(conn, locations, history):
+    a, b = history
+    for journal_ in (a, b):
+        journal_.assistant("writing", tool_calls=[("write", {"path": "NOTES.md", "content": "x"})])
+        journal_.tool_result("write", "ok", call_id=journal_.call_ids[0])
+    index_all(conn, locations)
     sid = conn.execute("SELECT session_id FROM files WHERE path = ?", (str(a.path),)).fetchone()[0]
-    changes = (
-        "SELECT entry_rowid, call_id, tool, path, result_rowid FROM tool_calls WHERE session_id = ? "
-        "AND tool IN ('edit', 'write') AND path IS NOT NULL AND COALESCE(is_error, 0) = 0 ORDER BY entry_rowid, rowid"
-    )
-    plan = " ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + changes, (sid,)))
-    assert "USING INDEX tool_calls_session" in plan
-    conn.execute("ANALYZE tool_calls_session")
-    (stat,) = conn.execute("SELECT stat FROM sqlite_stat1 WHERE idx = 'tool_calls_session'").fetchone()
-    edits = conn.execute("SELECT count(*) FROM tool_calls WHERE tool IN ('edit', 'write')").fetchone()[0]
-    calls = conn.execute("SELECT count(*) FROM tool_calls").fetchone()[0]
-    assert int(stat.split()[0]) == edits < calls
+    plan = " ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + review.CHANGES_SQL, (sid,)))
+    assert "INDEX files_session_id (session_id=?)" in plan and "INDEX tool_calls_entry (entry_rowid=?)" in plan
+    assert "SCAN c" not in plan and "SCAN e" not in plan and "SCAN tool_calls" not in plan
+    found = {row[0] for row in conn.execute(review.CHANGES_SQL, (sid,))}
+    own = {r for (r,) in conn.execute("SELECT c.entry_rowid FROM tool_calls c WHERE c.session_id = ?", (sid,))}
+    assert found and found <= own
+    other = conn.execute("SELECT session_id FROM files WHERE path = ?", (str(b.path),)).fetchone()[0]
+    assert not found & {r for (r,) in conn.execute("SELECT entry_rowid FROM tool_calls WHERE session_id = ?", (other,))}

@@ -1,12 +1,13 @@
-"""Ranking: entries holding every query word, in some form, come before entries missing a word, and
-among those the words as written count more than other forms of them.
+"""Ranking: entries holding every query word, in some form, come before entries missing a word; among
+those a word counts the same in any form and an entry holding every word as written scores more (a
+weight, not a tier); the parts of an identifier match only as written.
 
-Each positive sits beside a must-not over the same data: an entry missing a word never ranks above
-one holding all words in some form, and an entry holding the words only in other forms never ranks
-above one holding them as written.
+Each positive sits beside a must-not over the same data.
 """
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from click.testing import CliRunner
@@ -14,20 +15,25 @@ from click.testing import CliRunner
 from pimem_index.cli import cli
 from pimem_index.search import query
 
+LONG_TAIL = " and the release job of the pipeline kept the previous build, so the rollback needed no manual step" * 3
+
 
 @pytest.fixture
 def ranking_world(agent_dir, new_journal, home):
-    """One project whose newest, shortest entries hold a single query word as written, and older ones
-    hold every word, some only in other forms (`deploy failure` is the query), among unrelated notes."""
+    """One project with `deploy failure` (the query) held as written and in other forms, in entries of
+    about the same length and in a long one, newest entries holding one word only, unrelated notes."""
     j = new_journal("Apps/prjct")
     for n in range(40):
         j.user(f"unrelated note {n} about the widgets table and its indexes")
     ids = {
-        "exact": j.user("the deploy failure on friday came from a stale lock file in the release job of the pipeline"),
-        "mixed": j.user("deploy: failures"),
-        "forms": j.user("deploying: failures"),  # as short as mixed, and newer
+        "long_written": j.user("the deploy failure on friday came from a stale lock file" + LONG_TAIL),
+        "written": j.user("note: deploy failure"),
+        "forms": j.user("note: deploys failures"),  # as long as `written`, and newer
+        "short_forms": j.user("deploying failures"),
     }
     ids["missing"] = [j.user(f"deploy {n}") for n in range(12)]  # one word only, as written, short and newest
+    ids["identifier"] = j.user("the parse_args call rejected the flag" + LONG_TAIL)
+    ids["identifier_forms"] = [j.user(f"parsed args {n}") for n in range(3)]  # short and newer
     assert CliRunner().invoke(cli, ["index"]).exit_code == 0
     return {"ids": ids, "cwd": str(home / "Apps/prjct")}
 
@@ -40,21 +46,45 @@ def test_entries_holding_every_word_in_some_form_rank_before_entries_missing_a_w
     ids = ranking_world["ids"]
     reply = query.search(conn, locations, "deploy failure", cwd=ranking_world["cwd"], limit=20)
     found = hit_ids(reply)
-    assert found[:3] == [ids["exact"], ids["mixed"], ids["forms"]]
+    every_word = {ids["long_written"], ids["written"], ids["forms"], ids["short_forms"]}
     assert reply["match"] == "all"
-    assert not set(found[:3]) & set(ids["missing"])  # a word missing never ranks above every word in some form
+    assert set(found[:4]) == every_word
+    assert not set(found) & set(ids["missing"])  # shorter and newer, and still never above them
 
 
-def test_a_short_page_still_holds_the_entry_with_every_word_in_other_forms(conn, locations, ranking_world):
+def test_an_entry_holding_the_words_as_written_ranks_above_one_holding_them_in_other_forms(
+    conn, locations, ranking_world
+):
     ids = ranking_world["ids"]
-    found = hit_ids(query.search(conn, locations, "deploying failures", cwd=ranking_world["cwd"], limit=3))
-    assert set(found) == {ids["exact"], ids["mixed"], ids["forms"]}
-    assert not set(found) & set(ids["missing"])
+    found = hit_ids(query.search(conn, locations, "deploy failure", cwd=ranking_world["cwd"], limit=10))
+    assert found.index(ids["written"]) < found.index(ids["forms"])
+    # the same two entries, asked in the other forms: now `forms` holds the words as written
+    found = hit_ids(query.search(conn, locations, "deploys failures", cwd=ranking_world["cwd"], limit=10))
+    assert found.index(ids["forms"]) < found.index(ids["written"])
 
 
-def test_words_as_written_count_more_than_other_forms(conn, locations, ranking_world):
+def test_words_as_written_are_a_weight_not_a_tier(conn, locations, ranking_world):
     ids = ranking_world["ids"]
-    found = hit_ids(query.search(conn, locations, "deploy failure", cwd=ranking_world["cwd"], limit=3))
-    assert found.index(ids["exact"]) < found.index(ids["mixed"]) < found.index(ids["forms"])
-    # the forms-only entry is shorter and newer, and still never above an entry holding the words as written
-    assert found[0] != ids["forms"]
+    reply = query.search(conn, locations, "deploy failure", cwd=ranking_world["cwd"], limit=10)
+    found = hit_ids(reply)
+    # a short entry holding every word in other forms passes a long one holding them as written ...
+    assert found.index(ids["short_forms"]) < found.index(ids["long_written"])
+    # ... but not one of about its length holding them as written
+    assert found.index(ids["written"]) < found.index(ids["short_forms"])
+    scores = {h["id"]: h["score"] for h in reply["results"]}
+    assert scores[ids["written"]] > scores[ids["forms"]] > 0
+
+
+def test_an_identifier_matches_exactly_and_its_entry_is_first(ranking_world):
+    ids, cwd = ranking_world["ids"], ranking_world["cwd"]
+
+    def search(q: str) -> list[str]:
+        result = CliRunner().invoke(cli, ["search", q, "--cwd", cwd, "--json"])
+        assert result.exit_code == 0, result.output
+        return hit_ids(json.loads(result.output))
+
+    found = search("parse_args")
+    assert found[0] == ids["identifier"]
+    assert not set(found) & set(ids["identifier_forms"])  # `parsed args` is not parse_args
+    # the same words, not written as an identifier, find the other forms (shorter and newer: first)
+    assert set(ids["identifier_forms"]) <= set(search("parse args"))

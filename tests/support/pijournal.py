@@ -1,12 +1,16 @@
-"""Write journals line by line the way Pi does: compact JSON, one object a line, appended."""
+"""Write journals line by line the way Pi does: compact JSON, one object a line, appended.
+
+Journal keeps a session's ids, clock and file; every line's shape and bytes come from pi_lines, the one writer
+of the format the benchmark corpus uses too."""
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+import pi_lines
 
 
 def iso(dt: datetime) -> str:
@@ -16,14 +20,7 @@ def iso(dt: datetime) -> str:
 
 def usage(input_tokens: int, output_tokens: int, cost: float, cache_read: int = 0, cache_write: int = 0) -> dict:
     """`usage` as Pi writes it on an assistant message."""
-    return {
-        "input": input_tokens,
-        "output": output_tokens,
-        "cacheRead": cache_read,
-        "cacheWrite": cache_write,
-        "totalTokens": input_tokens + output_tokens + cache_read + cache_write,
-        "cost": {"total": cost},
-    }
+    return pi_lines.usage(input_tokens, output_tokens, cache_read, cache_write, {"total": cost})
 
 
 def encode_cwd(cwd: str) -> str:
@@ -68,7 +65,7 @@ class Journal:
         return iso(self.now)
 
     def write_line(self, obj: dict) -> None:
-        self.append_bytes(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
+        self.append_bytes(pi_lines.dumps(obj))
 
     def append_bytes(self, data: bytes) -> None:
         with open(self.path, "ab") as fh:
@@ -81,16 +78,15 @@ class Journal:
 
     def entry(self, obj: dict, seconds: float = 1.0) -> str:
         """Append an entry line with Pi's common keys; version 1 lines carry no ids."""
-        line = {"type": obj.pop("type")}
+        type_ = obj.pop("type")
         ts = self.tick(seconds)
         if self.version >= 2:
             entry_id = self._new_id()
-            line.update({"id": entry_id, "parentId": self.last_id, "timestamp": ts})
+            at = pi_lines.At(entry_id, self.last_id, ts)
         else:
             entry_id = f"L{self.lines + 1}"
-            line["timestamp"] = ts
-        line.update(obj)
-        self.write_line(line)
+            at = pi_lines.At(None, None, ts)
+        self.write_line(pi_lines.entry(type_, at, **obj))
         self.last_id = entry_id
         return entry_id
 
@@ -99,28 +95,32 @@ class Journal:
 
     # -- line types
     def header(self, parent_session: str | None = None, **extra) -> None:
-        line = {"type": "session"}
-        if self.version >= 2:
-            line["version"] = self.version
-        line.update({"id": self.session_id, "timestamp": iso(self.now), "cwd": self.cwd})
-        if parent_session:
-            line["parentSession"] = parent_session
-        line.update(extra)
-        self.write_line(line)
+        """The session line; `extra` adds keys or replaces them (a hostile `version` in its place)."""
+        version = extra.pop("version", self.version)
+        self.write_line(
+            pi_lines.header(
+                self.session_id, iso(self.now), self.cwd, version=version, parent_session=parent_session, **extra
+            )
+        )
 
     def message(self, message: dict, seconds: float = 1.0) -> str:
+        """A message entry; a message without a `timestamp` gets the entry's time, in milliseconds."""
         message = dict(message)
         message.setdefault("timestamp", self._ms() + int(seconds * 1000))
         return self.entry({"type": "message", "message": message}, seconds)
 
+    def _next_ms(self, seconds: float = 1.0) -> int:
+        """The time, in milliseconds, of the entry `message` writes next."""
+        return self._ms() + int(seconds * 1000)
+
     def user(self, text: str | None = None, *, images: int = 0, as_string: bool = False) -> str:
         if as_string:
-            return self.message({"role": "user", "content": text})
+            return self.message(pi_lines.user(text, self._next_ms()))
         content = [{"type": "text", "text": text}] if text is not None else []
         content += [
             {"type": "image", "data": "iVBORw0KGgo" + "QUFB" * 200, "mimeType": "image/png"} for _ in range(images)
         ]
-        return self.message({"role": "user", "content": content})
+        return self.message(pi_lines.user(content, self._next_ms()))
 
     def assistant(
         self,
@@ -157,83 +157,80 @@ class Journal:
         self.call_ids = []
         for name, args, *call_id in tool_calls:  # (name, arguments) or (name, arguments, call id)
             self.call_ids.append(call_id[0] if call_id else "toolu_" + uuid.uuid4().hex[:20])
-            content.append({"type": "toolCall", "id": self.call_ids[-1], "name": name, "arguments": args})
+            content.append(pi_lines.tool_call(self.call_ids[-1], name, args))
+        default_cost = {"input": 0.0083, "output": 0.0021, "cacheRead": 0, "cacheWrite": 0, "total": 0.0104}
         return self.message(
-            {
-                "role": "assistant",
-                "content": content,
-                "api": "anthropic-messages",
-                "provider": provider,
-                "model": model,
-                "usage": usage
-                or {
-                    "input": 2775,
-                    "output": 141,
-                    "cacheRead": 0,
-                    "cacheWrite": 0,
-                    "totalTokens": 2916,
-                    "cost": {"input": 0.0083, "output": 0.0021, "cacheRead": 0, "cacheWrite": 0, "total": 0.0104},
-                },
-                "stopReason": stop or ("toolUse" if tool_calls else "stop"),
-            }
+            pi_lines.assistant(
+                content,
+                api="anthropic-messages",
+                provider=provider,
+                model=model,
+                usage=usage or pi_lines.usage(2775, 141, 0, 0, default_cost),
+                stop_reason=stop or ("toolUse" if tool_calls else "stop"),
+                timestamp_ms=self._next_ms(),
+                response_id="msg_" + uuid.uuid4().hex[:24],
+            )
         )
 
     def tool_result(
-        self, tool: str, text: str, *, images: int = 0, is_error: bool = False, call_id: str | None = None
+        self,
+        tool: str,
+        text: str,
+        *,
+        images: int = 0,
+        is_error: bool = False,
+        call_id: str | None = None,
+        details: dict | None = None,
     ) -> str:
         """A tool result, answering `call_id` (an id from `call_ids`) or a call id of its own."""
         content = [{"type": "text", "text": text}]
         content += [
             {"type": "image", "data": "iVBORw0KGgo" + "QkJC" * 200, "mimeType": "image/png"} for _ in range(images)
         ]
-        return self.message(
-            {
-                "role": "toolResult",
-                "toolCallId": call_id or "toolu_" + uuid.uuid4().hex[:20],
-                "toolName": tool,
-                "content": content,
-                "isError": is_error,
-            }
-        )
+        call_id = call_id or "toolu_" + uuid.uuid4().hex[:20]
+        return self.message(pi_lines.tool_result(call_id, tool, content, is_error, self._next_ms(), details))
 
     def bash(self, command: str, output: str, exit_code: int = 0) -> str:
-        return self.message(
-            {
-                "role": "bashExecution",
-                "command": command,
-                "output": output,
-                "exitCode": exit_code,
-                "cancelled": False,
-                "truncated": False,
-            }
-        )
+        return self.message(pi_lines.bash_execution(command, output, exit_code, self._next_ms()))
 
     def hook_message(self, custom_type: str, text: str, role: str = "custom") -> str:
-        return self.message({"role": role, "customType": custom_type, "content": text, "display": True})
+        return self.message(pi_lines.custom_role(custom_type, text, True, self._next_ms(), role=role))
 
-    def custom_message(self, custom_type: str, content) -> str:
-        return self.entry({"type": "custom_message", "customType": custom_type, "content": content, "display": True})
+    def custom_message(self, custom_type: str, content, details: dict | None = None) -> str:
+        own = {"customType": custom_type, "content": content, "display": True}
+        if details is not None:
+            own["details"] = details
+        return self.entry({"type": "custom_message", **own})
 
     def custom_state(self, custom_type: str, data: dict) -> str:
         return self.entry({"type": "custom", "customType": custom_type, "data": data})
 
     def compaction(self, summary: str, tokens_before: int = 175004) -> str:
-        extra = (
+        kept = (
             {"firstKeptEntryId": self.last_id} if self.version >= 2 else {"firstKeptEntryIndex": max(self.lines - 2, 1)}
         )
         return self.entry(
             {
                 "type": "compaction",
                 "summary": summary,
+                **kept,
                 "tokensBefore": tokens_before,
-                **extra,
                 "details": {"readFiles": [], "modifiedFiles": []},
                 "fromHook": False,
             }
         )
 
     def branch_summary(self, summary: str, from_id: str | None = None) -> str:
-        return self.entry({"type": "branch_summary", "fromId": from_id or self.last_id, "summary": summary})
+        """A branch summary; Pi writes it under the entry navigated to, which `fromId` names too."""
+        return self.entry(
+            {
+                "type": "branch_summary",
+                "fromId": from_id or self.last_id,
+                "summary": summary,
+                "details": {"readFiles": [], "modifiedFiles": []},
+                "fromHook": False,
+            }
+        )
 
     def model_change(self, model: str = "gpt-5") -> str:
         return self.entry({"type": "model_change", "provider": "openai", "modelId": model})
