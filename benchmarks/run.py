@@ -39,12 +39,15 @@ import urllib.parse
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pi_lines
 from benchmarks import corpus as corpus_mod
 from benchmarks import docs_figures
 from benchmarks import floor as floor_mod
+
+if TYPE_CHECKING:
+    from pimem_index.replies import ReadReply
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -512,7 +515,7 @@ class Bench:
                         secret_hits.append(f"{s['secret_kind']}: {probe[:6]}… is a term")
                         break
 
-                def read_page(s: dict = s, offset: int = 0) -> dict:
+                def read_page(s: dict = s, offset: int = 0) -> ReadReply:
                     return query.read(
                         conn,
                         loc,
@@ -529,7 +532,7 @@ class Bench:
                 pages = 0
                 while r.get("next_offset") and s["value"] not in text and pages < 50:
                     pages += 1
-                    r = read_page(offset=r["next_offset"])
+                    r = read_page(offset=r.get("next_offset") or 0)
                     text = r.get("text") or ""
                 if s["value"] in text or any(p in text for p in s["probes"]):
                     shown += 1

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from benchmarks import run
 from pimem_index import locations, store
+from pimem_index.replies import SearchReply
 from pimem_index.search import query, results
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,13 +34,13 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def search(conn, loc, call: dict) -> dict:
+def search(conn, loc, call: dict) -> SearchReply:
     """One project search of the call's `query` and other fields."""
     fields = dict(call)
     return query.search(conn, loc, fields.pop("query"), home=HOME, **fields)
 
 
-def timed(conn, loc, rounds: int, calls: list[dict]) -> tuple[list[float], list[dict]]:
+def timed(conn, loc, rounds: int, calls: list[dict]) -> tuple[list[float], list[SearchReply]]:
     """Every call `rounds` times after one warm-up; the times in ms and the last replies."""
     replies = [search(conn, loc, c) for c in calls]
     times = []
@@ -51,7 +52,7 @@ def timed(conn, loc, rounds: int, calls: list[dict]) -> tuple[list[float], list[
     return times, replies
 
 
-def report(name: str, times: list[float], replies: list[dict]) -> None:
+def report(name: str, times: list[float], replies: list[SearchReply]) -> None:
     folded = sum(r.get("folded", 0) for r in replies)
     checked = [r["phrases"]["checked"] for r in replies if "phrases" in r]
     stopped = sum(1 for r in replies if "phrases" in r and not r["phrases"]["complete"])

@@ -56,7 +56,7 @@ def in_process(bench: run.Bench, db: Path, corpus: Path, rounds: int, cold: bool
     def timed(q: dict, forms: int) -> float:
         wordforms.MAX_FORMS = forms
         if cold:
-            wordforms.forget_kept()
+            wordforms.forget_kept(conn)
         t = time.perf_counter()
         query.search(conn, loc, q["q"] or None, scope="project", cwd=q["cwd"], limit=10, home=HOME)
         return time.perf_counter() - t

@@ -17,6 +17,7 @@ from pimem_index import (
     index_status,
     indexer,
     query,
+    replies,
 )
 
 ACTIONS = ("search", "read", "summaries", "status", "usage", "sessions")
@@ -27,7 +28,7 @@ def route_list() -> str:
     return ", ".join(f"/-/pi-memory/api/{action}" for action in ACTIONS)
 
 
-def call(conn, locations: Locations, action: str, args: dict, max_scope: str) -> dict:
+def call(conn, locations: Locations, action: str, args: dict, max_scope: str) -> replies.ApiReply:
     """One API call: index the caller's journal if given, then the pimem_index query.
 
     `args` are the call's parameters (pimem_index.search.request.query_args), checked by the request
@@ -43,13 +44,23 @@ def call(conn, locations: Locations, action: str, args: dict, max_scope: str) ->
     if journal is not None:
         indexer.index_journal(conn, journal)
     if action == "read":
-        return query.read(conn, locations, ReadRequest.from_args(conn, args, max_scope=max_scope, journal_path=journal))
+        return read(conn, locations, args, max_scope, journal)
     if action == "usage":
-        return activity.usage(conn, UsageRequest.from_args(conn, args, max_scope=max_scope, journal_path=journal))
+        return activity.usage(conn, UsageRequest.from_args(args, max_scope=max_scope, journal_path=journal))
     if action == "sessions":
-        listing = SessionsRequest.from_args(conn, args, max_scope=max_scope, journal_path=journal)
+        listing = SessionsRequest.from_args(args, max_scope=max_scope, journal_path=journal)
         return activity.sessions(conn, listing, locations)
-    request = SearchRequest.from_args(
-        conn, args, max_scope=max_scope, journal_path=journal, summaries=action == "summaries"
-    )
+    return search(conn, locations, args, max_scope, journal, summaries=action == "summaries")
+
+
+def search(
+    conn, locations: Locations, args: dict, max_scope: str, journal: str | None = None, *, summaries: bool = False
+) -> replies.SearchReply:
+    """A search (or summaries) from the API's parameters: what the API and the search and summaries pages answer."""
+    request = SearchRequest.from_args(args, max_scope=max_scope, journal_path=journal, summaries=summaries)
     return query.search(conn, locations, request)
+
+
+def read(conn, locations: Locations, args: dict, max_scope: str, journal: str | None = None) -> replies.ReadReply:
+    """A read from the API's parameters: what the API and the read page answer."""
+    return query.read(conn, locations, ReadRequest.from_args(args, max_scope=max_scope, journal_path=journal))

@@ -24,6 +24,7 @@ from pimem_index import (
     browse,
     figures_scope,
     query_args,
+    replies,
     session_ids,
 )
 
@@ -55,9 +56,7 @@ def _sessions_data(conn, locations, args: dict, max_scope: str) -> dict:
         "shorts": {},
     }
     try:
-        request = SessionsRequest.from_args(
-            conn, {**args, "limit": args["limit"] or SESSIONS_PAGE}, max_scope=max_scope
-        )
+        request = SessionsRequest.from_args({**args, "limit": args["limit"] or SESSIONS_PAGE}, max_scope=max_scope)
         data["reply"] = activity.sessions(conn, request, locations)
         data["models"] = _models(conn, args, max_scope)
     except UserError as e:
@@ -72,7 +71,7 @@ def _sessions_data(conn, locations, args: dict, max_scope: str) -> dict:
 
 def _models(conn, args: dict, max_scope: str) -> list[str]:
     """The models used in the page's scope, the costliest first (the model filter's choices)."""
-    request = UsageRequest.from_args(conn, {**args, "since": None, "until": None, "by": "model"}, max_scope=max_scope)
+    request = UsageRequest.from_args({**args, "since": None, "until": None, "by": "model"}, max_scope=max_scope)
     return [row["key"] for row in activity.usage(conn, request)["rows"] if row["key"]]
 
 
@@ -146,7 +145,7 @@ def _bucket(key: str, since: date, until: date) -> dict:
     }
 
 
-def _period(args: dict, rows: list[dict], today: date) -> tuple[date, date]:
+def _period(args: dict, rows: list[replies.UsageRow], today: date) -> tuple[date, date]:
     """The days the chart covers: the dates asked for, else the first day with figures to today."""
     first = _day(args["since"]) or (_day(rows[0]["key"]) if rows else None) or today
     last = _day(args["until"]) or today
@@ -167,8 +166,8 @@ def _day(value: str | None) -> date | None:
 def _chart(conn, args: dict, max_scope: str, today: date) -> dict:
     """Cost and tokens per bar (day, week or month) split by model, zeros included, oldest first."""
 
-    def usage(by: str) -> list[dict]:
-        request = UsageRequest.from_args(conn, {**args, "by": by}, max_scope=max_scope)
+    def usage(by: str) -> list[replies.UsageRow]:
+        request = UsageRequest.from_args({**args, "by": by}, max_scope=max_scope)
         return activity.usage(conn, request, split="model")["rows"]
 
     rows = usage("day")
@@ -183,10 +182,10 @@ def _usage_data(conn, locations, args: dict, max_scope: str, today: date) -> dic
     args, projects = _scoped(conn, args, max_scope)
     data: dict[str, Any] = {"projects": projects, "params": args, "report": None, "error": None}
     try:
-        per_model = activity.usage(conn, UsageRequest.from_args(conn, {**args, "by": "model"}, max_scope=max_scope))
-        per_project = activity.usage(conn, UsageRequest.from_args(conn, {**args, "by": "project"}, max_scope=max_scope))
+        per_model = activity.usage(conn, UsageRequest.from_args({**args, "by": "model"}, max_scope=max_scope))
+        per_project = activity.usage(conn, UsageRequest.from_args({**args, "by": "project"}, max_scope=max_scope))
         top = SessionsRequest.from_args(
-            conn, {**args, "sort": "cost", "limit": TOP_SESSIONS, "offset": None}, max_scope=max_scope
+            {**args, "sort": "cost", "limit": TOP_SESSIONS, "offset": None}, max_scope=max_scope
         )
         chart = _chart(conn, args, max_scope, today)
         sessions = [s for s in activity.sessions(conn, top)["sessions"] if s["cost"]]

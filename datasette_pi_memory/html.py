@@ -8,15 +8,16 @@ from urllib.parse import urlencode
 from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
 
-from pimem_index import local_time, query_terms, wordforms
+from pimem_index import local_time, wordforms
 
 
-def highlight(text: str | None, query: str | None) -> Markup:
-    """The text HTML-escaped, with each whole word the query matches (any form: wordforms.matches) in <mark>."""
+def highlight(text: str | None, terms: list[str] | None) -> Markup:
+    """The text HTML-escaped, with each whole word the terms match (any form: wordforms.matches) in <mark>.
+    `terms` are a reply's (`terms`): the words its query searched, never the query text cut again."""
     text = text or ""
     out = []
     last = 0
-    for m in wordforms.matches(text, query_terms(query)):
+    for m in wordforms.matches(text, terms or ()):
         out.append(str(escape(text[last : m.start()])))
         out.append(f"<mark>{escape(m.group(0))}</mark>")
         last = m.end()

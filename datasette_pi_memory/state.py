@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from datasette_pi_memory.api import route_list
 from datasette_pi_memory.kept import Recent
-from pimem_index import Locations, UserError, checked_setting, db, refreshed, resolve, store
+from pimem_index import IndexMemo, Locations, UserError, checked_setting, db, refreshed, resolve, store
 
 if TYPE_CHECKING:
     from datasette_pi_memory.background import Indexer
@@ -153,6 +153,7 @@ class PiMemory:
         self.indexer: Indexer | None = None  # the background indexer supervisor, when running
         self._opened = store.file_id(self.locations.db_path)  # the index file the connections are on
         self._generation = 0  # bumped when that file was deleted or replaced: reopen
+        self.memo = IndexMemo()  # what is kept for that index, shared by every thread's connection
         self.tokens = Recent()  # token -> actor, for a few seconds (tokens.IndexSecretTokens)
         self._permissions = Recent()  # actor -> whether it holds pi-memory-read, for a few seconds
 
@@ -170,8 +171,8 @@ class PiMemory:
             self._drop(conn)  # opened on a deleted or replaced index file
             conn = None
         if conn is None:
-            generation = self._generation
-            conn = store.open_index(self.locations.db_path)
+            generation, memo = self._generation, self.memo
+            conn = store.open_index(self.locations.db_path, memo=memo)
             self._local.conn = conn
             self._local.generation = generation
             with self._conn_lock:
@@ -194,6 +195,7 @@ class PiMemory:
         if now is None:
             return
         self._opened = now
+        self.memo = IndexMemo()  # nothing kept for the file that was there
         self._generation += 1
         self._reopen_served(datasette)
 

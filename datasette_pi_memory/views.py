@@ -4,7 +4,9 @@ token: it proves the server holds the secret and tells nothing else)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from datetime import datetime, timedelta
+from typing import Any
 from urllib.parse import quote
 
 import orjson
@@ -14,9 +16,6 @@ from markupsafe import Markup
 from datasette_pi_memory import api, html, identity
 from datasette_pi_memory.state import ACTION, state
 from pimem_index import (
-    EXAMPLE_CWD,
-    Arg,
-    ReadRequest,
     SessionsRequest,
     UsageRequest,
     UserError,
@@ -226,10 +225,11 @@ def _search_page_data(conn, locations, action, params: dict, max_scope, searched
     picked = None  # a project chosen for the caller, which the page names
     if params["scope"] == "project" and not params["cwd"] and projects:
         params["cwd"] = picked = projects[0]["cwd"]
-    reply, error = None, None
+    reply: Any = None  # the hits of summaries get what the page shows of them (`shown`)
+    error = None
     if searched:
-        try:
-            reply = api.call(conn, locations, action, params, max_scope)
+        try:  # the API's request path (the pages do not index on demand: no journal)
+            reply = api.search(conn, locations, params, max_scope, summaries=action == "summaries")
         except UserError as e:
             error = e.for_http()
     if reply and action == "summaries":
@@ -273,18 +273,6 @@ async def summaries_page(datasette, request):
     return await _search_or_summaries(datasette, request, "summaries")
 
 
-def _read_data(conn, locations, params: dict, max_scope):
-    request = ReadRequest.create(
-        params["id"] or "",
-        session_id=params["session_id"],
-        cwd=params["cwd"],
-        scope=params["scope"],
-        offset=params["offset"],
-        max_scope=max_scope,
-    )
-    return query.read(conn, locations, request)
-
-
 async def read_page(datasette, request):
     await ensure_pages_allowed(datasette, request)
     memory = state(datasette)
@@ -302,10 +290,8 @@ async def read_page(datasette, request):
         params["scope"] = "session" if params["session_id"] else page_default_scope(max_scope)
     error = None
     reply = None
-    try:
-        if params["scope"] == "project" and not params["cwd"]:
-            raise UserError("scope 'project' needs cwd", Arg("cwd", EXAMPLE_CWD))
-        reply = await memory.run(_read_data, memory.locations, params, max_scope)
+    try:  # the API's request path: the same request, the same checks and messages (no journal: not indexed)
+        reply = await memory.run(api.read, memory.locations, params, max_scope)
     except UserError as e:
         error = e.for_http()
     return await render(
@@ -342,7 +328,7 @@ def _session_params(args) -> dict:
     return {"offset": offset, "entry": args.get("entry") or None, "leaf": args.get("leaf") or None}
 
 
-def _session_figures(conn, session_id: str, locations) -> dict | None:
+def _session_figures(conn, session_id: str, locations) -> Mapping[str, Any] | None:
     """The figures in a session page's header: its row of the sessions reply (title, models, duration,
     tokens, cost, tool calls, errors)."""
     try:

@@ -13,7 +13,7 @@ beneath it (see docs/design.md) import only the layers below them:
 
 __version__ = "0.1.0"
 
-from pimem_index import db, journal, store
+from pimem_index import db, journal, replies, store
 from pimem_index.errors import Arg, UserError
 from pimem_index.humanize import counted, duration, noun
 from pimem_index.index import indexer
@@ -31,6 +31,7 @@ from pimem_index.locations import (
 )
 from pimem_index.manage.folders import listing as folder_listing
 from pimem_index.manage.status import status as index_status
+from pimem_index.memo import IndexMemo
 from pimem_index.search import query, session_ids, wordforms
 from pimem_index.search.request import (
     ReadRequest,
@@ -56,6 +57,7 @@ from pimem_index.store import open_located
 __all__ = [
     "EXAMPLE_CWD",
     "Arg",
+    "IndexMemo",
     "Locations",
     "ReadRequest",
     "SearchRequest",
@@ -91,6 +93,7 @@ __all__ = [
     "refreshed",
     "make_folder",
     "refuse_planted",
+    "replies",
     "resolve",
     "session_ids",
     "store",

@@ -11,8 +11,9 @@ import contextlib
 import functools
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib.metadata import entry_points
+from typing import Any
 
 import click
 import orjson
@@ -36,7 +37,6 @@ from pimem_index.search.request import (
     SearchRequest,
     SessionsRequest,
     UsageRequest,
-    query_terms,
 )
 from pimem_index.session import activity
 
@@ -312,7 +312,7 @@ FOLDER_SOURCES = {
 }
 
 
-def _folder_line(folder: dict) -> str:
+def _folder_line(folder: Mapping[str, Any]) -> str:
     """A journal folder for people: its path, where it comes from, and whether it is missing."""
     missing = "" if folder["exists"] else ", missing"
     return f"{folder['path']} ({FOLDER_SOURCES.get(folder['source'], folder['source'])}{missing})"
@@ -640,7 +640,7 @@ def _catch_up(conn, locations: Locations, quiet: bool) -> None:
             bar.__exit__(None, None, None)
 
 
-def _show_results(data: dict, query_text: str | None, as_json: bool) -> None:
+def _show_results(data: Mapping[str, Any], query_text: str | None, as_json: bool) -> None:
     if as_json:
         emit_json(data)
         return
@@ -656,7 +656,7 @@ def _show_results(data: dict, query_text: str | None, as_json: bool) -> None:
         click.secho(data["phrases"]["note"], fg="yellow")
     if data["indexing"].get("note"):
         click.secho(data["indexing"]["note"], fg="yellow")
-    terms = query_terms(query_text)
+    terms = data["terms"]  # the words searched, as the request cut them: never cut again here
     for hit in data["results"]:
         session = _session_of(data, hit)
         click.echo()
@@ -679,7 +679,7 @@ def _show_results(data: dict, query_text: str | None, as_json: bool) -> None:
 ELSEWHERE_WORDS = {"project": "elsewhere in this project", "global": "in other projects"}
 
 
-def _elsewhere_lines(data: dict) -> list[str]:
+def _elsewhere_lines(data: Mapping[str, Any]) -> list[str]:
     """Where else the query matches, for a person: `12 results in other projects: --scope global`."""
     return [
         f"{counted(n, 'result')}{'+' if n >= query.ELSEWHERE_MAX else ''} {ELSEWHERE_WORDS[name]}: --scope {name}"
@@ -688,12 +688,12 @@ def _elsewhere_lines(data: dict) -> list[str]:
     ]
 
 
-def _session_of(data: dict, entry: dict) -> dict:
+def _session_of(data: Mapping[str, Any], entry: Mapping[str, Any]) -> Mapping[str, Any]:
     """What the reply's `sessions` map says of the entry's session (its short id, folder, journal)."""
     return data.get("sessions", {}).get(entry["session_id"]) or {}
 
 
-def _folded_line(hit: dict, session: dict, action: str, query_text: str | None) -> str:
+def _folded_line(hit: Mapping[str, Any], session: Mapping[str, Any], action: str, query_text: str | None) -> str:
     """`and 17 more like it in this session (see them: pimem search ... --session ID)`; `action` is
     the command that found the hit (search or summaries)."""
     import shlex
@@ -702,7 +702,7 @@ def _folded_line(hit: dict, session: dict, action: str, query_text: str | None) 
     return f"and {hit['folded']:,} more like it in this session (see them: {command})"
 
 
-def _like_line(hit: dict, action: str) -> str:
+def _like_line(hit: Mapping[str, Any], action: str) -> str:
     """`and 9 more like it in 4 other sessions (see them: pimem search --like ID)`."""
     like = hit["like"]
     sessions = counted(like["sessions"], "other session")
@@ -789,14 +789,14 @@ def read(locations: Locations, entry_id, as_json, no_index, **options):
         raise _not_found(entry_id, data["scope"])
 
 
-def _exchange_line(e: dict) -> str:
+def _exchange_line(e: Mapping[str, Any]) -> str:
     """What a tool call came to, or which call a result answers, on one line."""
     if e.get("call"):
         return f"call: {e['call']}"
     return f"outcome: {e['outcome']}" + (f" — {e['result']}" if e.get("result") else "")
 
 
-def _around_block(a: dict) -> None:
+def _around_block(a: Mapping[str, Any]) -> None:
     """An entry around the one read: a header line (its id, time, kind, outcome) and its cut text."""
     click.echo()
     kind = f"{a['kind']}({a['tool']})" if a.get("tool") else a["kind"]
@@ -854,7 +854,7 @@ def usage(locations: Locations, as_json, no_index, **options):
     _echo_table(header, [*rows, _usage_cells("total", data["total"])], ruled=bool(rows))
 
 
-def _usage_cells(key, figures: dict) -> tuple[str, ...]:
+def _usage_cells(key, figures: Mapping[str, Any]) -> tuple[str, ...]:
     keys = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens")
     return (
         "-" if key is None else str(key),

@@ -17,6 +17,7 @@ else:
         import sqlite3
 
 from pimem_index.errors import UserError
+from pimem_index.memo import IndexMemo
 
 MIN_SQLITE = (3, 43, 0)
 BUSY_TIMEOUT_MS = 30_000
@@ -26,7 +27,12 @@ OperationalError = sqlite3.OperationalError
 IntegrityError = sqlite3.IntegrityError
 DatabaseError = sqlite3.DatabaseError
 ProgrammingError = sqlite3.ProgrammingError
-Connection = sqlite3.Connection
+
+
+class Connection(sqlite3.Connection):
+    """A connection to an index, carrying what is kept in memory for that index (`memo.IndexMemo`)."""
+
+    memo: IndexMemo
 
 
 def describe_error(error: BaseException, path=None) -> str:
@@ -101,13 +107,20 @@ def check_sqlite_version(version: tuple[int, ...] = sqlite3.sqlite_version_info)
         raise UserError(f"SQLite {have} is too old: pimem needs 3.43 or newer (run: pip install pysqlite3-binary)")
 
 
-def connect(path: str, *, readonly: bool = False) -> sqlite3.Connection:
-    """Open the index in autocommit mode with WAL and a busy timeout; callers BEGIN themselves."""
+def connect(path: str, *, readonly: bool = False, memo: IndexMemo | None = None) -> Connection:
+    """Open the index in autocommit mode with WAL and a busy timeout; callers BEGIN themselves.
+
+    The connection keeps its answers in `memo` (shared with other connections to the same index),
+    else in a memo of its own.
+    """
     check_sqlite_version()
     if readonly:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(
+            f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False, factory=Connection
+        )
     else:
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, factory=Connection)
+    conn.memo = memo if memo is not None else IndexMemo()
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
     if not readonly and conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
@@ -118,6 +131,12 @@ def connect(path: str, *, readonly: bool = False) -> sqlite3.Connection:
     if not readonly:
         conn.execute("PRAGMA synchronous = NORMAL")  # per connection; safe in WAL mode
     return conn
+
+
+def memo_of(conn: sqlite3.Connection) -> IndexMemo:
+    """What is kept for the connection's index; a connection `connect` did not open keeps nothing."""
+    memo = getattr(conn, "memo", None)
+    return memo if isinstance(memo, IndexMemo) else IndexMemo()
 
 
 @contextmanager

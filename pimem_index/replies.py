@@ -109,6 +109,7 @@ class SearchReply(TypedDict):
     scope: Annotated[Scope, "the scope the query ran in"]
     root: Annotated[str | None, "the project root (null unless the scope is `project`)"]
     match: Annotated[Literal["all", "any", "recent"], "`all` hits hold every term, `any` some, `recent` no query"]
+    terms: Annotated[list[str], "the query's words as searched (lowercase, each once): what excerpts mark"]
     results: Annotated[list[Hit], "at most `limit` hits, best first"]
     offset: Annotated[int, "the reply's first hit"]
     next_offset: Annotated[int | None, "where the next page starts, null when no hit remains"]
@@ -140,6 +141,7 @@ class ReadReply(TypedDict):
     root: Annotated[str | None, "the project root (null unless the scope is `project`)"]
     entry: NotRequired[Annotated[Entry, "ok: the entry"]]
     text: NotRequired[Annotated[str, "ok: a page of its redacted text"]]
+    terms: NotRequired[Annotated[list[str], "ok: the words of `q` (the search it was opened from) to mark in the text"]]
     offset: NotRequired[Annotated[int, "ok: the page's first character"]]
     next_offset: NotRequired[Annotated[int | None, "ok: where the next page starts, null on the last"]]
     total_chars: NotRequired[Annotated[int, "ok: the length of the whole redacted text"]]
@@ -269,6 +271,10 @@ class SessionsReply(TypedDict):
     sessions: Annotated[list[SessionRow], "a page of sessions, newest first (or by `sort`)"]
     offset: Annotated[int, "the page's first session"]
     next_offset: Annotated[int | None, "where the next page starts, null on the last"]
+
+
+# What the API's routes answer with (`/-/pi-memory/api/<action>`), by action.
+ApiReply = SearchReply | ReadReply | StatusReply | UsageReply | SessionsReply
 
 
 class IdentityReply(TypedDict):

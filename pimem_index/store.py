@@ -20,6 +20,7 @@ from pimem_index import db
 from pimem_index.errors import UserError
 from pimem_index.journal import KINDS
 from pimem_index.locations import Locations, make_folder
+from pimem_index.memo import IndexMemo
 
 # 7: this release's changes (edits, forks, ids, terms, narrow usage figures); 6: usage figures, tool_calls
 SCHEMA_VERSION = 7
@@ -280,15 +281,17 @@ def ts_text(ms: int) -> str:
     return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
 
 
-def open_index(path: str | Path) -> db.Connection:
+def open_index(path: str | Path, memo: IndexMemo | None = None) -> db.Connection:
     """Open the index, creating it (and its folder) or rebuilding it when its schema differs.
 
     What it creates is private: folders 0700, the file 0600 (SQLite gives -wal and -shm the
-    database's mode), whatever the umask. Existing folders and files keep their modes.
+    database's mode), whatever the umask. Existing folders and files keep their modes. The
+    connection keeps its answers in `memo` (`db.connect`): pass the one of the index's other
+    connections to share them.
     """
     path = Path(path)
     make_private_file(path)
-    conn = db.connect(str(path))
+    conn = db.connect(str(path), memo=memo)
     version = schema_version(conn)
     if version == SCHEMA_VERSION:
         return conn  # opening a current index writes nothing, so it never waits for a writer
@@ -301,8 +304,10 @@ def open_index(path: str | Path) -> db.Connection:
                 "point --db elsewhere (e.g. --db ~/.pi/agent/pi-memory/history.sqlite)"
             )
         delete_index_files(path)
+        if memo is not None:
+            memo.forget()  # answers about the index deleted here
         make_private_file(path)
-        conn = db.connect(str(path))
+        conn = db.connect(str(path), memo=memo)
     ensure_schema(conn)
     return conn
 

@@ -75,7 +75,7 @@ LIBRARY_LAYERS = (
     "session",
     grimp.Layer("index", "search", independent=True),
     "redaction",
-    grimp.Layer("store", "locations", "db", "journal", "replies", "humanize", "errors", independent=False),
+    grimp.Layer("store", "locations", "db", "memo", "journal", "replies", "humanize", "errors", independent=False),
 )
 
 

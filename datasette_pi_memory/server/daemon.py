@@ -21,9 +21,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pimem_index import Locations, UserError, folder_listing, location_args
+from pimem_index.replies import ServeStatusReply
 
 STATE_FILE = "server.json"
 LOG_FILE = "server.log"
@@ -325,13 +328,13 @@ def _wait(condition, timeout: float) -> bool:
     return condition()
 
 
-def status(locations: Locations, make_token) -> dict:
+def status(locations: Locations, make_token) -> ServeStatusReply:
     """The running server's record with its uptime and indexing progress (asked of the server itself),
     or {"running": False}."""
     record = running_server(locations)
     if record is None:
         return {"running": False, "folders": folder_listing(locations)}
-    data = {
+    data: ServeStatusReply = {
         "running": True,
         "url": record["url"],
         "pid": record["pid"],
@@ -363,7 +366,7 @@ def _server_status(url: str, token: str) -> dict | None:
     return figures if isinstance(figures, dict) else None
 
 
-def describe(data: dict) -> str:
+def describe(data: Mapping[str, Any]) -> str:
     """`pimem serve status` for people: where, which process, how long, how far indexing is."""
     minutes, seconds = divmod(int(data["uptime_s"]), 60)
     hours, minutes = divmod(minutes, 60)
@@ -383,7 +386,7 @@ def describe(data: dict) -> str:
 FOLDER_SOURCES = {"default": "the agent's own", "recorded": "recorded", "given": "this server only"}
 
 
-def describe_folder(folder: dict) -> str:
+def describe_folder(folder: Mapping[str, Any]) -> str:
     """A journal folder for people: its path, where it comes from, whether it is missing."""
     source = FOLDER_SOURCES.get(folder["source"], "PIMEM_SESSIONS_DIRS")
     return f"{folder['path']} ({source}{'' if folder['exists'] else ', missing'})"

@@ -28,8 +28,10 @@ from pimem_index.index import forgotten as forgotten_set
 from pimem_index.index import lease, parsing, workers
 from pimem_index.index.forgotten import Forgotten
 from pimem_index.index.settings import IndexSettings, or_default
+from pimem_index.index.stream import ItemKind, StreamItem
 from pimem_index.index.workers import ParserStopped  # noqa: F401  (raised through index_all)
 from pimem_index.locations import Locations, find_journals
+from pimem_index.replies import FailedJournal, IndexReply
 
 # How often a backfill renews its lease and publishes its progress.
 PROGRESS_SECONDS = 1.0
@@ -63,7 +65,7 @@ class IndexReport:
         self.removed += other.removed
         self.failed += other.failed
 
-    def as_json(self) -> dict:
+    def as_json(self) -> IndexReply:
         return {
             "files": self.files,
             "entries_added": self.entries_added,
@@ -172,7 +174,7 @@ class Failures:
                 del self.known[key]
 
 
-def failed_journals(conn: db.Connection) -> list[dict]:
+def failed_journals(conn: db.Connection) -> list[FailedJournal]:
     """The journals that could not be indexed, most recent failure first: path, reason and when."""
     return [
         {"path": path, "reason": reason, "at": at}
@@ -341,7 +343,7 @@ def _from_processes(
     forgotten: Forgotten,
     gone: dict[str, forgotten_set.ForgottenJournal],
     settings: IndexSettings,
-) -> Generator[tuple, None, None]:
+) -> Generator[StreamItem, None, None]:
     """`parsing.produce`'s items, parsed and redacted in processes beside this one (a bulk pass)."""
     items = workers.in_processes(
         parsing.produce,
@@ -354,8 +356,8 @@ def _from_processes(
     )
     try:
         for item in items:
-            if item[0] == "batch":
-                item[2].parsed_apart = True
+            if item.kind == ItemKind.BATCH:
+                item.payload.parsed_apart = True
             yield item
     finally:
         items.close()
@@ -717,7 +719,7 @@ def _pipelined(
 
 def _write_all(
     conn: db.Connection,
-    items: Iterator[tuple],
+    items: Iterator[StreamItem],
     forgotten: Forgotten,
     report: IndexReport,
     failures: Failures,
@@ -749,7 +751,8 @@ def _write_all(
         yield from done
 
     for kind, path, work in items:
-        if kind == "skip":
+        assert path is not None  # a journal's items name it (only a parsing process's own messages do not)
+        if kind == ItemKind.SKIP:
             group.append((path, None, []))
             continue
         batches = list(_first_batches(items, 2))
@@ -816,19 +819,19 @@ def _failed(failures: Failures, error: JournalFailed, report: IndexReport) -> No
     report.failed += 1
 
 
-def _first_batches(items: Iterator[tuple], n: int) -> Iterator[parsing.Batch]:
+def _first_batches(items: Iterator[StreamItem], n: int) -> Iterator[parsing.Batch]:
     """Up to n batches of the current journal; stops early at its end marker (consumed)."""
     for _ in range(n):
         kind, _path, batch = next(items)
-        if kind == "end":
+        if kind == ItemKind.END:
             return
         yield batch
 
 
-def _until_end(items: Iterator[tuple]) -> Iterator[parsing.Batch]:
+def _until_end(items: Iterator[StreamItem]) -> Iterator[parsing.Batch]:
     """The batches of the current journal, up to its end marker."""
     for kind, _path, batch in items:
-        if kind == "end":
+        if kind == ItemKind.END:
             return
         yield batch
 

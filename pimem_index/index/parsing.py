@@ -22,6 +22,7 @@ from typing import BinaryIO, NamedTuple
 from pimem_index import journal, store
 from pimem_index.index.forgotten import Forgotten, ForgottenJournal
 from pimem_index.index.settings import IndexSettings, or_default
+from pimem_index.index.stream import ItemKind, StreamItem
 from pimem_index.redaction import redact, redact_part
 from pimem_index.redaction.ids import PI_ID, shown_id
 from pimem_index.redaction.parts import redact_without
@@ -551,8 +552,8 @@ def produce(
     forgotten: Forgotten,
     gone: dict[str, ForgottenJournal] | None = None,
     settings: IndexSettings | None = None,
-) -> Iterator[tuple]:
-    """The parsing side of a backfill: ("skip"|"work"|"batch"|"end", path, payload) per journal.
+) -> Iterator[StreamItem]:
+    """The parsing side of a backfill: its stream items (`stream`: skip, or work, batches and end) per journal.
 
     Decides each journal's work from the rows the pass started with (`_file_rows`), so
     parsing runs ahead across journals, not only within one, without opening the index
@@ -572,11 +573,11 @@ def produce(
         except Exception as e:
             work = Work(path_str, rows.get(path_str), failure=failure_reason(e))
         if work is None:
-            yield ("skip", path, None)
+            yield StreamItem(ItemKind.SKIP, path)
             continue
         with work:
-            yield ("work", path, work.detached())
+            yield StreamItem(ItemKind.WORK, path, work.detached())
             for batch in work.batches(ramp=first, settings=settings):
-                yield ("batch", path, batch)
+                yield StreamItem(ItemKind.BATCH, path, batch)
         first = False
-        yield ("end", path, None)
+        yield StreamItem(ItemKind.END, path)

@@ -1,7 +1,7 @@
 """Where a backfill's journals are parsed and redacted: a thread, or processes beside the writer.
 
-The writer consumes one stream of items, `(kind, path, payload)`, in the order of the paths
-it asked for; each path's items end with a "skip" or an "end" item. Parsing elsewhere lets
+The writer consumes one stream of items (`stream.StreamItem`), in the order of the paths
+it asked for; each path's items end with a skip or an end item. Parsing elsewhere lets
 the writer spend its time in SQLite. A thread shares the GIL with the writer; processes do
 not, so a bulk backfill parses in one or more processes, each given a share of the journals.
 """
@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from pimem_index.index.settings import StartMethod
+from pimem_index.index.stream import ITEM_ENDS, ItemKind, StreamItem
 
 # How often the writer checks that a parsing process is alive, and a process its parent.
 POLL_SECONDS = 1.0
@@ -38,9 +39,8 @@ MAX_PROCESSES = 2
 PARSER_NICENESS = 10
 # Garbage collection thresholds while items stream from parsers to the writer (`collecting_rarely`).
 RARE_GC_THRESHOLD = (100_000, 50, 100)
-ITEM_ENDS = ("skip", "end")
 
-Producer = Callable[..., Iterator[tuple]]  # produce(paths, *args)
+Producer = Callable[..., Iterator[StreamItem]]  # produce(paths, *args)
 T = TypeVar("T")
 
 
@@ -67,9 +67,9 @@ def _start_method() -> StartMethod:
     return "spawn"
 
 
-def text_bytes(item: tuple) -> int:
+def text_bytes(item: StreamItem) -> int:
     """Bytes of text an item carries to the term index (0 for items that are not batches)."""
-    return getattr(item[2], "text_bytes", 0)
+    return getattr(item.payload, "text_bytes", 0)
 
 
 def in_thread(items: Iterator[T], ahead_bytes: int) -> Generator[T, None, None]:
@@ -81,7 +81,7 @@ def in_thread(items: Iterator[T], ahead_bytes: int) -> Generator[T, None, None]:
     """
 
     def size(item) -> int:  # an item of a pass, or a batch of one journal (1 at least: never free)
-        return getattr(item[2] if isinstance(item, tuple) else item, "text_bytes", 0) + 1
+        return getattr(item.payload if isinstance(item, StreamItem) else item, "text_bytes", 0) + 1
 
     buffer: _BoundedQueue[T | _Done | BaseException] = _BoundedQueue(ahead_bytes, size)
 
@@ -119,7 +119,7 @@ def in_processes(
     message_bytes: int,
     ahead_bytes: int,
     start_method: StartMethod | None = None,
-) -> Generator[tuple, None, None]:
+) -> Generator[StreamItem, None, None]:
     """`produce(paths, *args)`'s items in path order, parsed in up to `processes` processes.
 
     The journals are shared out by size, each process parses its share in order, and items
@@ -145,7 +145,7 @@ def in_processes(
                 while True:
                     item = stream.next()
                     yield item
-                    if item[0] in ITEM_ENDS:
+                    if item.kind in ITEM_ENDS:
                         break
             return
     finally:
@@ -187,7 +187,7 @@ class _Stream:
             fcntl.fcntl(self.receiver.fileno(), fcntl.F_SETPIPE_SZ, 1024 * 1024)
         except (ImportError, AttributeError, OSError):
             pass
-        self.items: collections.deque = collections.deque()
+        self.items: collections.deque[StreamItem] = collections.deque()
         self.process = ctx.Process(
             target=_child_main,
             name="pimem-parse",
@@ -205,18 +205,18 @@ class _Stream:
             self.items.extend(self._receive())
         except ParserStopped:
             return False
-        return bool(self.items) and self.items.popleft()[0] == "ready"
+        return bool(self.items) and self.items.popleft().kind == ItemKind.READY
 
-    def next(self) -> tuple:
+    def next(self) -> StreamItem:
         """The process's next item; its error raised, ParserStopped if it died."""
         while not self.items:
             self.items.extend(self._receive())
         item = self.items.popleft()
-        if item[0] == "error":
-            raise item[2]
+        if item.kind == ItemKind.ERROR:
+            raise item.payload
         return item
 
-    def _receive(self) -> list:
+    def _receive(self) -> list[StreamItem]:
         """The next message; ParserStopped if the process died, never a wait on a dead one."""
         while not self.receiver.poll(POLL_SECONDS):
             if not self.process.is_alive() and not self.receiver.poll(0):
@@ -270,8 +270,8 @@ def _child_main(sender, produce: Producer, paths: list[Path], args: tuple, paren
 
     sending = threading.Thread(target=send, daemon=True)
     sending.start()
-    outbox.put(pickle.dumps([("ready", None, None)]))
-    pending: list = []
+    outbox.put(pickle.dumps([StreamItem(ItemKind.READY)]))
+    pending: list[StreamItem] = []
     pending_bytes = 0
     limit = min(FIRST_MESSAGE_BYTES, message_bytes)
     for item in _errors_as_items(produce(paths, *args)):
@@ -279,10 +279,10 @@ def _child_main(sender, produce: Producer, paths: list[Path], args: tuple, paren
         pending_bytes += text_bytes(item)
         # Sent at once, not when the next item is parsed; a journal's last batch waits for
         # its end item (next, with no parsing between), which the writer needs to go on.
-        if pending_bytes >= limit and not getattr(item[2], "complete", False):
+        if pending_bytes >= limit and not getattr(item.payload, "complete", False):
             outbox.put(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))
             pending, pending_bytes, limit = [], 0, message_bytes
-    pending.append(("done", None, None))
+    pending.append(StreamItem(ItemKind.DONE))
     outbox.put(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))
     outbox.put(None)
     sending.join()
@@ -328,8 +328,8 @@ class _BoundedQueue(Generic[T]):
             self.changed.notify_all()
 
 
-def _errors_as_items(items: Iterator[tuple]) -> Iterator[tuple]:
-    """The items, then ("error", None, exception) if producing them failed, for the writer to raise."""
+def _errors_as_items(items: Iterator[StreamItem]) -> Iterator[StreamItem]:
+    """The items, then an error item carrying the exception if producing them failed, for the writer to raise."""
     try:
         yield from items
     except Exception as e:
@@ -338,7 +338,7 @@ def _errors_as_items(items: Iterator[tuple]) -> Iterator[tuple]:
             pickle.loads(pickle.dumps(e))
         except Exception:
             e = RuntimeError(f"{type(e).__name__}: {e}")
-        yield ("error", None, e)
+        yield StreamItem(ItemKind.ERROR, None, e)
 
 
 def _yield_to_the_writer() -> None:

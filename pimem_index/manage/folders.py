@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import cast
 
 from pimem_index import store
 from pimem_index.errors import UserError
 from pimem_index.index import indexer
 from pimem_index.locations import FOLDERS_EXAMPLE, Locations, forget_folder, record_folders, refreshed
+from pimem_index.replies import FolderSource, JournalFolder
 
 
-def listing(locations: Locations) -> list[dict]:
+def listing(locations: Locations) -> list[JournalFolder]:
     """Each journal folder with where it comes from and whether it exists (the `folders` reply key)."""
     return [
-        {"path": str(folder.path), "source": folder.source, "exists": folder.path.is_dir()}
+        {"path": str(folder.path), "source": cast(FolderSource, folder.source), "exists": folder.path.is_dir()}
         for folder in locations.folders()
     ]
 

@@ -8,9 +8,10 @@ from pimem_index import db, store
 from pimem_index.index import forgotten, indexer
 from pimem_index.locations import Locations, find_journals
 from pimem_index.manage.folders import listing
+from pimem_index.replies import StatusReply
 
 
-def status(conn: db.Connection, locations: Locations) -> dict:
+def status(conn: db.Connection, locations: Locations) -> StatusReply:
     """The contract's status figures: what the index holds and how much is left to index."""
     sessions, entries, indexed = conn.execute(
         "SELECT (SELECT COUNT(*) FROM files WHERE session_id IS NOT NULL), "

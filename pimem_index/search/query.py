@@ -12,12 +12,13 @@ import math
 import time
 from collections.abc import Collection
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from pimem_index import db, store
 from pimem_index.errors import Arg, UserError
 from pimem_index.locations import Locations, discover
 from pimem_index.redaction import redact
+from pimem_index.replies import Indexing, Phrases, ReadReply, SearchReply, SessionInfo
 from pimem_index.search import exchange, forks, results, session_info, wordforms
 from pimem_index.search.request import ReadRequest, SearchRequest, query_terms
 from pimem_index.search.reread import (
@@ -127,7 +128,7 @@ def _filters(scope: Scope, since: str | None, until: str | None, kinds: list[str
 
 def search(
     conn: db.Connection, locations: Locations, request: SearchRequest | str | None = None, **fields: Any
-) -> dict:
+) -> SearchReply:
     """Entries matching every term (else any term), best first with a recency discount.
 
     `request` is a SearchRequest; a query text (or None) and keyword fields build one
@@ -140,7 +141,7 @@ def search(
 
 def summaries(
     conn: db.Connection, locations: Locations, request: SearchRequest | str | None = None, **fields: Any
-) -> dict:
+) -> SearchReply:
     """Compaction and branch summaries: newest first, or searched, with the same filters.
 
     `request` is a summaries SearchRequest; a query text (or None) and keyword fields build one.
@@ -153,7 +154,7 @@ def summaries(
 
 
 @_within_budget
-def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -> dict:
+def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -> SearchReply:
     """search and summaries (the request says which), within the time budget."""
     terms, limit = list(request.terms), request.limit
     sc = request_scope(conn, request)
@@ -165,7 +166,7 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
     if request.like:  # only the entries of the same text as this one (what a hit's `like` counts)
         where += " AND e.kind = ? AND e.text_digest = ?"
         params.extend(_like_of(conn, request.like, sc))
-    reply: dict = {"action": request.action, **sc.as_json()}
+    reply: dict = {"action": request.action, **sc.as_json(), "terms": list(request.terms)}
     if not terms:
         rows = select_entries(
             conn,
@@ -196,10 +197,12 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
     if terms and request.offset == 0 and len(reply["results"]) < limit:
         _say_where_else(conn, request, sc, reply)
     reply["indexing"] = indexing_state(conn, locations)
-    return reply
+    return cast(SearchReply, reply)
 
 
-def _sessions(conn, locations: Locations, request: SearchRequest | ReadRequest, session_ids: list) -> dict:
+def _sessions(
+    conn, locations: Locations, request: SearchRequest | ReadRequest, session_ids: list
+) -> dict[str, SessionInfo]:
     """The reply's `sessions` map for the sessions its entries belong to, parents only where the cap allows."""
     return session_info.sessions_map(conn, locations, session_ids, lambda ids: visible_sessions(conn, request, ids))
 
@@ -306,9 +309,9 @@ def _count_outside(conn, terms: list[str], wide: Scope, sc: Scope, request: Sear
     return 0
 
 
-def _phrases_json(phrases, found: results.Page) -> dict:
+def _phrases_json(phrases, found: results.Page) -> Phrases:
     """The quoted phrases, how many candidates were checked for them, and a note when that stopped early."""
-    data = {"phrases": [" ".join(p) for p in phrases], "checked": found.phrases_checked, "complete": True}
+    data: Phrases = {"phrases": [" ".join(p) for p in phrases], "checked": found.phrases_checked, "complete": True}
     if not found.phrases_complete:
         data["complete"] = False
         data["note"] = (
@@ -324,7 +327,18 @@ BM25_B = 0.75
 STATS_SECONDS = 60.0
 STATS_EXACT_BELOW = 20_000
 STATS_SAMPLE = 5_000
-_stats_cache: dict[str, tuple[float, int | None, int, float]] = {}  # (at, max rowid, count, average)
+
+
+class CollectionStats:
+    """An index's entry count and average characters, when they were taken and at which highest rowid
+    (kept in the index's memo: `_collection_stats`)."""
+
+    def __init__(self) -> None:
+        self.at = 0.0
+        self.high: int | None = None
+        self.count = 0
+        self.average = 0.0
+        self.taken = False
 
 
 class Matches(NamedTuple):
@@ -499,18 +513,16 @@ def _idf_of(holding: int, count: int) -> float:
 
 
 def _collection_stats(conn) -> tuple[int, float]:
-    """(entries, average characters), kept a minute per index file unless it is small.
+    """(entries, average characters), kept a minute in the index's memo unless the index is small.
 
     A large index's average comes from its latest entries: it only sets the scale of the
     length factor, and summing every entry's size would cost tens of milliseconds.
     """
-    key = conn.execute("PRAGMA database_list").fetchone()[2]
+    stats = collection_stats(conn)
     high = conn.execute("SELECT max(rowid) FROM entries").fetchone()[0]  # one lookup (min and max together scan)
     now = time.monotonic()
-    if key in _stats_cache:
-        at, high_then, count, average = _stats_cache[key]
-        if high_then == high or (count >= STATS_EXACT_BELOW and now - at < STATS_SECONDS):
-            return count, average
+    if stats.taken and (stats.high == high or (stats.count >= STATS_EXACT_BELOW and now - stats.at < STATS_SECONDS)):
+        return stats.count, stats.average
     count = conn.execute("SELECT count(*) FROM entries").fetchone()[0]
     if count < STATS_EXACT_BELOW:
         average = conn.execute("SELECT avg(chars) FROM entries").fetchone()[0]
@@ -518,8 +530,13 @@ def _collection_stats(conn) -> tuple[int, float]:
         average = conn.execute(
             "SELECT avg(chars) FROM (SELECT chars FROM entries ORDER BY rowid DESC LIMIT ?)", (STATS_SAMPLE,)
         ).fetchone()[0]
-    _stats_cache[key] = (now, high, count, average or 0.0)
-    return count, average or 0.0
+    stats.at, stats.high, stats.count, stats.average, stats.taken = now, high, count, average or 0.0, True
+    return count, stats.average
+
+
+def collection_stats(conn: db.Connection) -> CollectionStats:
+    """The collection statistics kept for the connection's index (`_collection_stats` fills them)."""
+    return db.memo_of(conn).slot("query.collection_stats", CollectionStats)
 
 
 def _rerank(row: EntryRow, score: float, now: float) -> float:
@@ -559,7 +576,9 @@ def _hit_json(
     return hit
 
 
-def read(conn: db.Connection, locations: Locations, request: ReadRequest | str | None = None, **fields: Any) -> dict:
+def read(
+    conn: db.Connection, locations: Locations, request: ReadRequest | str | None = None, **fields: Any
+) -> ReadReply:
     """One entry's redacted text, 16,000 characters a page, reread and checked against its pointer.
 
     `request` is a ReadRequest; an entry id and keyword fields build one (`ReadRequest.create`).
@@ -575,41 +594,54 @@ def read(conn: db.Connection, locations: Locations, request: ReadRequest | str |
     if len(preferred) == 1:
         rows = preferred
     if not rows:
-        return {"action": "read", "status": "not_found", **sc.as_json()}
+        return cast(ReadReply, {"action": "read", "status": "not_found", **sc.as_json()})
     if len(rows) > 1:
-        return {
-            "action": "read",
-            "status": "ambiguous",
-            **sc.as_json(),
-            "candidates": [
-                {"session_id": r.session_id, "timestamp": r.timestamp, "kind": r.kind, "cwd": r.cwd, "journal": r.path}
-                for r in rows
-            ],
-        }
+        return cast(
+            ReadReply,
+            {
+                "action": "read",
+                "status": "ambiguous",
+                **sc.as_json(),
+                "candidates": [
+                    {
+                        "session_id": r.session_id,
+                        "timestamp": r.timestamp,
+                        "kind": r.kind,
+                        "cwd": r.cwd,
+                        "journal": r.path,
+                    }
+                    for r in rows
+                ],
+            },
+        )
     row = rows[0]
     clean = redacted_text(conn, row, locations)  # a huge entry's pages after the first come from memory
     if clean is None:
         reason = unavailable_reason(row, locations)
-        return {"action": "read", "status": "unavailable", **sc.as_json(), "reason": reason}
+        return cast(ReadReply, {"action": "read", "status": "unavailable", **sc.as_json(), "reason": reason})
     total = len(clean)
     if offset > total:
         raise UserError(f"offset {offset} is past the end of this entry ({total} characters)", Arg("offset", 0))
     end = offset + PAGE_CHARS
-    return {
-        "action": "read",
-        "status": "ok",
-        **sc.as_json(),
-        "entry": {**entry_json(row), **exchange.call_keys(conn, locations, row)},
-        "text": clean[offset:end],
-        "offset": offset,
-        "next_offset": end if end < total else None,
-        "total_chars": total,
-        **({"around": exchange.around(conn, locations, row, request.around)} if request.around else {}),
-        "sessions": _sessions(conn, locations, request, [row.session_id]),
-    }
+    return cast(
+        ReadReply,
+        {
+            "action": "read",
+            "status": "ok",
+            **sc.as_json(),
+            "terms": list(request.terms),
+            "entry": {**entry_json(row), **exchange.call_keys(conn, locations, row)},
+            "text": clean[offset:end],
+            "offset": offset,
+            "next_offset": end if end < total else None,
+            "total_chars": total,
+            **({"around": exchange.around(conn, locations, row, request.around)} if request.around else {}),
+            "sessions": _sessions(conn, locations, request, [row.session_id]),
+        },
+    )
 
 
-def indexing_state(conn: db.Connection, locations: Locations) -> dict:
+def indexing_state(conn: db.Connection, locations: Locations) -> Indexing:
     """How far backfill has come; when incomplete, a note that results may be incomplete."""
     state = store.backfill_progress(conn)
     if state is None:
@@ -620,7 +652,7 @@ def indexing_state(conn: db.Connection, locations: Locations) -> dict:
         complete = total == 0
     else:
         total, done, complete = state["journals_total"], state["journals_done"], state["complete"]
-    reply = {
+    reply: Indexing = {
         "complete": bool(complete),
         "journals_indexed": min(done, total) if total else done,
         "journals_total": total,

@@ -2,11 +2,13 @@
 
 A SearchRequest (search and summaries) or a ReadRequest holds every filter of one query,
 checked when it is built: `create` from values, `from_options` from the CLI's options,
-`from_args` from the API's and the pages' parameters (`query_args`). The query functions
-(`query.search`, `query.summaries`, `query.read`) take them, so a new filter touches its
-request, the query and the docs. The query text's rule (`query_terms`) and the checks of
-each field, with their one-line errors, live here too; the scope is checked against the cap
-when the query resolves it (`scope.resolve_scope`), where the index knows the sessions.
+`from_args` from the API's and the pages' parameters (`query_args`), all without the index.
+The query functions (`query.search`, `query.summaries`, `query.read`) take them, so a new
+filter touches its request, the query and the docs. The query text is cut into its terms
+here, once (`query_terms`): the request carries them and so does the reply, which is what
+the CLI and the pages mark. The checks of each field, with their one-line errors, live here
+too; the scope is checked against the cap and resolved when the query resolves it
+(`scope.request_scope`), where the index knows the sessions and the caller's journal.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 from pimem_index import db, journal, store
 from pimem_index.errors import Arg, UserError
-from pimem_index.search.scope import allowed, default_scope, project_cwd
+from pimem_index.search.scope import allowed, checked_cwd, default_scope
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 100
@@ -145,7 +147,6 @@ class SearchRequest:
     @classmethod
     def from_args(
         cls,
-        conn: db.Connection,
         args: Mapping[str, Any],
         *,
         max_scope: str,
@@ -153,9 +154,9 @@ class SearchRequest:
         summaries: bool = False,
     ) -> SearchRequest:
         """From the API's or a page's parameters (`query_args`): the cap's default scope when none
-        is asked for, and a project's cwd from the caller or its journal (`journal_path`, checked
-        and indexed by the caller), which must be absolute (`scope.project_cwd`)."""
-        scope, cwd = _scope_and_cwd(conn, args, max_scope, journal_path)
+        is asked for, and a project's cwd from the caller, which must be absolute, else from its
+        journal (`journal_path`, checked by the caller) when the query resolves it (`scope.checked_cwd`)."""
+        scope, cwd = _scope_and_cwd(args, max_scope, journal_path)
         return cls.create(
             args.get("q"),
             scope=scope,
@@ -189,6 +190,7 @@ class ReadRequest:
     max_scope: str = "global"
     home: str | None = None
     around: int = 0  # entries before and after it on its branch (exchange.around)
+    terms: tuple[str, ...] = ()  # the words of a query to mark in the text (`q`, cut by `query_terms`)
 
     @classmethod
     def create(
@@ -203,8 +205,10 @@ class ReadRequest:
         max_scope: str = "global",
         home: str | None = None,
         around: Any = None,
+        query: str | None = None,
     ) -> ReadRequest:
-        """Check every field once (a UserError names the first wrong one)."""
+        """Check every field once (a UserError names the first wrong one); `query`'s terms are what a
+        page marks in the text (the search it was opened from)."""
         checked_offset = check_offset(offset)
         checked_around = check_around(around)
         if not entry_id:
@@ -219,6 +223,7 @@ class ReadRequest:
             max_scope=max_scope,
             home=home,
             around=checked_around,
+            terms=tuple(query_terms(query)),
         )
 
     @classmethod
@@ -230,11 +235,10 @@ class ReadRequest:
         return cls.create(entry_id, cwd=os.path.abspath(cwd or os.getcwd()), **options)
 
     @classmethod
-    def from_args(
-        cls, conn: db.Connection, args: Mapping[str, Any], *, max_scope: str, journal_path: str | None = None
-    ) -> ReadRequest:
-        """From the API's parameters (`query_args`), with the same scope and cwd rules as a search."""
-        scope, cwd = _scope_and_cwd(conn, args, max_scope, journal_path)
+    def from_args(cls, args: Mapping[str, Any], *, max_scope: str, journal_path: str | None = None) -> ReadRequest:
+        """From the API's or the read page's parameters (`query_args`), with the same scope and cwd rules as
+        a search; `q` names the words to mark."""
+        scope, cwd = _scope_and_cwd(args, max_scope, journal_path)
         return cls.create(
             args.get("id") or "",
             session_id=args.get("session_id"),
@@ -244,6 +248,7 @@ class ReadRequest:
             offset=args.get("offset"),
             max_scope=max_scope,
             around=args.get("around"),
+            query=args.get("q"),
         )
 
 
@@ -255,17 +260,16 @@ def query_args(args: Any) -> dict[str, Any]:
     return values
 
 
-def _scope_and_cwd(
-    conn: db.Connection, args: Mapping[str, Any], max_scope: str, journal_path: str | None
-) -> tuple[str, str | None]:
-    """The scope asked for (else the cap's default) and, for an allowed project scope, its cwd.
+def _scope_and_cwd(args: Mapping[str, Any], max_scope: str, journal_path: str | None) -> tuple[str, str | None]:
+    """The scope asked for (else the cap's default) and, for an allowed project scope, its cwd checked
+    (`scope.checked_cwd`: None when the journal's will be taken).
 
     An unknown or too wide scope is left for `scope.resolve_scope` to refuse with its message.
     """
     scope = args.get("scope") or default_scope(max_scope)
     cwd = args.get("cwd")
     if scope == "project" and allowed(scope, max_scope):
-        cwd = project_cwd(conn, cwd, journal_path)
+        cwd = checked_cwd(cwd, journal_path)
     return scope, cwd
 
 
@@ -496,11 +500,9 @@ class UsageRequest:
         return cls.create(cwd=os.path.abspath(cwd) if cwd else None, **options)
 
     @classmethod
-    def from_args(
-        cls, conn: db.Connection, args: Mapping[str, Any], *, max_scope: str, journal_path: str | None = None
-    ) -> UsageRequest:
+    def from_args(cls, args: Mapping[str, Any], *, max_scope: str, journal_path: str | None = None) -> UsageRequest:
         """From the API's or a page's parameters (`query_args` plus `by`), scoped as `activity_args` says."""
-        return cls.create(args.get("by"), **activity_args(conn, args, max_scope, journal_path))
+        return cls.create(args.get("by"), **activity_args(args, max_scope, journal_path))
 
 
 @dataclass(frozen=True)
@@ -550,16 +552,14 @@ class SessionsRequest:
         return cls.create(cwd=os.path.abspath(cwd) if cwd else None, **options)
 
     @classmethod
-    def from_args(
-        cls, conn: db.Connection, args: Mapping[str, Any], *, max_scope: str, journal_path: str | None = None
-    ) -> SessionsRequest:
+    def from_args(cls, args: Mapping[str, Any], *, max_scope: str, journal_path: str | None = None) -> SessionsRequest:
         """From the API's or a page's parameters (`query_args` plus `model`), scoped as `activity_args` says."""
         return cls.create(
             limit=args.get("limit"),
             offset=args.get("offset"),
             model=args.get("model"),
             sort=args.get("sort"),
-            **activity_args(conn, args, max_scope, journal_path),
+            **activity_args(args, max_scope, journal_path),
         )
 
 
@@ -587,15 +587,14 @@ def activity_scope(scope: str | None, cwd: str | None, session_id: str | None = 
     return "project" if cwd else "global"
 
 
-def activity_args(
-    conn: db.Connection, args: Mapping[str, Any], max_scope: str, journal_path: str | None
-) -> dict[str, Any]:
+def activity_args(args: Mapping[str, Any], max_scope: str, journal_path: str | None) -> dict[str, Any]:
     """The scope fields of a usage or sessions request from API parameters: under a cap narrower than
-    global the default is the cap's (`default_scope`), a project's cwd from the caller or its journal."""
+    global the default is the cap's (`default_scope`), a project's cwd from the caller or its journal
+    (`scope.checked_cwd`)."""
     scope = args.get("scope") or (None if allowed("global", max_scope) else default_scope(max_scope))
     cwd = args.get("cwd")
     if activity_scope(scope, cwd, args.get("session_id")) == "project" and allowed("project", max_scope):
-        cwd = project_cwd(conn, cwd, journal_path)
+        cwd = checked_cwd(cwd, journal_path)
     return {
         "scope": scope,
         "cwd": cwd,

@@ -103,8 +103,9 @@ def reread(conn: db.Connection, row: EntryRow, locations: Locations) -> str | No
     return checked[1].text if checked else None
 
 
-class _Kept:
-    """Redacted texts keyed by their journal line (path, offset, length, fingerprint, entry id)."""
+class KeptTexts:
+    """Redacted texts keyed by their journal line (path, offset, length, fingerprint, entry id), at most
+    KEPT_CHARS of them, kept in the index's memo (`kept_texts`)."""
 
     def __init__(self) -> None:
         self.texts: OrderedDict[tuple, str] = OrderedDict()
@@ -131,7 +132,9 @@ class _Kept:
                 self.chars -= len(dropped)
 
 
-_kept = _Kept()
+def kept_texts(conn: db.Connection) -> KeptTexts:
+    """The redacted texts kept for the connection's index."""
+    return db.memo_of(conn).slot("reread.texts", KeptTexts)
 
 
 def redacted_text(conn: db.Connection, row: EntryRow, locations: Locations) -> str | None:
@@ -142,16 +145,17 @@ def redacted_text(conn: db.Connection, row: EntryRow, locations: Locations) -> s
     instead of being parsed and redacted again.
     """
     key = (row.path, row.offset, row.length, row.fingerprint, row.id)
+    texts = kept_texts(conn)
     data = _line_bytes(row, locations)
     if data is not None and len(data) == row.length and journal.fingerprint(data) == row.fingerprint:
-        kept = _kept.get(key)
+        kept = texts.get(key)
         if kept is not None:
             return kept
     text = reread_read(conn, row, locations)
     if text is None:
         return None
     clean = redact(text)
-    _kept.put(key, clean)
+    texts.put(key, clean)
     return clean
 
 

@@ -5,8 +5,9 @@ scope (`max_scope`: the agent's token at agent_max_scope, project by default); a
 a wider one is refused, never narrowed. Without a scope a caller gets project when allowed
 (`default_scope`). A project is the outermost folder above the caller's cwd that has sessions
 of its own (`project_root`, never home or above); the API takes the cwd from the caller or
-its journal (`project_cwd`). `resolve_scope` turns a request into a Scope, whose SQL predicate
-is the one rule that keeps other scopes' entries out.
+its journal (`checked_cwd` when the request is parsed, `project_cwd` when it is resolved).
+`resolve_scope` turns a request into a Scope, whose SQL predicate is the one rule that keeps
+other scopes' entries out.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NoReturn, Protocol
 
 from pimem_index import db, store
 from pimem_index.errors import Arg, UserError
@@ -76,19 +77,31 @@ def journal_cwd(conn: db.Connection, path: str) -> str | None:
     return row[0] if row else None
 
 
+def checked_cwd(cwd: str | None, journal: str | None) -> str | None:
+    """An API call's project folder as asked, without the index: cwd, which must be absolute, else None
+    when its journal will say (`project_cwd`); neither is a UserError."""
+    if cwd is not None and not os.path.isabs(cwd):
+        raise UserError(f"cwd must be an absolute folder, got {cwd!r}", Arg("cwd", EXAMPLE_CWD))
+    if cwd is None and journal is None:
+        _needs_cwd()
+    return cwd
+
+
 def project_cwd(conn: db.Connection, cwd: str | None, journal: str | None) -> str:
     """The folder whose project an API call searches: cwd, else its journal's header cwd; must be absolute."""
     if cwd is None and journal is not None:
         cwd = journal_cwd(conn, journal)
-    if cwd is not None and not os.path.isabs(cwd):
-        raise UserError(f"cwd must be an absolute folder, got {cwd!r}", Arg("cwd", EXAMPLE_CWD))
-    if cwd is None:
-        raise UserError(
-            "scope 'project' needs cwd or journal",
-            Arg("cwd", EXAMPLE_CWD),
-            (Arg("scope", "session"), Arg("session_id", EXAMPLE_SESSION)),
-        )
-    return cwd
+    checked = checked_cwd(cwd, None)
+    assert checked is not None  # checked_cwd raised otherwise
+    return checked
+
+
+def _needs_cwd() -> NoReturn:
+    raise UserError(
+        "scope 'project' needs cwd or journal",
+        Arg("cwd", EXAMPLE_CWD),
+        (Arg("scope", "session"), Arg("session_id", EXAMPLE_SESSION)),
+    )
 
 
 @dataclass(frozen=True)
@@ -247,7 +260,9 @@ def resolve_scope(
             _check_session_within(conn, session_id, current, cwd, max_scope, home)
         return Scope("session", session_id=sid)
     if scope == "project":
-        root, exact = project_root(conn, cwd or os.getcwd(), home)
+        # The caller's folder, else its journal's (an API call that named no cwd), else the current one.
+        folder = cwd or (project_cwd(conn, None, journal_path) if journal_path else os.getcwd())
+        root, exact = project_root(conn, folder, home)
         return Scope("project", root=root, exact=exact)
     return Scope("global")
 

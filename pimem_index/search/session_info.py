@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from pimem_index import db
 from pimem_index.locations import Locations
+from pimem_index.replies import SessionInfo
 from pimem_index.search import forks, session_ids
 from pimem_index.search.per_state import kept
 from pimem_index.search.reread import redacted_head, reread, select_entries
@@ -35,7 +36,7 @@ def sessions_map(
     locations: Locations,
     session_ids_named: Iterable[str | None],
     visible: Callable[[Iterable[str]], set[str]] | None = None,
-) -> dict[str, dict]:
+) -> dict[str, SessionInfo]:
     """`{session id: {short_id, title, cwd, journal, started, parent_session_id}}` for each session named
     that the index holds; `visible` says which parents the caller may see (all when None)."""
     ids = sorted({s for s in session_ids_named if s})

@@ -20,10 +20,13 @@ import functools
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from pimem_index import db
 from pimem_index.search.request import query_terms
+
+T = TypeVar("T")
 
 # The index's tokenizer (store.FTS_OPTIONS) with FTS5's Porter stemmer over it.
 STEMMER = "porter unicode61 remove_diacritics 2"
@@ -119,27 +122,14 @@ def holding(conn: db.Connection, group: tuple[str, ...], generation: object) -> 
     return kept(conn, ("holding", group), generation, lambda: conn.execute(sql, (any_form(group),)).fetchone()[0])
 
 
-def kept(conn: db.Connection, what: tuple, generation: object, compute):
-    """compute(), kept per index file and generation (at most KEPT answers, the oldest dropped first)."""
-    key = (conn.execute("PRAGMA database_list").fetchone()[2], generation, *what)
-    found = _kept.get(key, _kept)
-    if found is _kept:
-        found = compute()
-        with _kept_lock:  # Datasette's threads share it
-            while len(_kept) >= KEPT:
-                _kept.pop(next(iter(_kept)))
-            _kept[key] = found
-    return found
+def kept(conn: db.Connection, what: tuple, generation: object, compute: Callable[[], T]) -> T:
+    """compute(), kept in the index's memo per generation (`memo.IndexMemo.answer`: the oldest dropped first)."""
+    return db.memo_of(conn).answer(("wordforms", generation, *what), compute)
 
 
-KEPT = 4096
-_kept: dict[tuple, object] = {}
-_kept_lock = threading.Lock()
-
-
-def forget_kept() -> None:
-    """Drop every kept answer and form (benchmarks measure the first query of a word with it)."""
-    _kept.clear()
+def forget_kept(conn: db.Connection) -> None:
+    """Drop every answer kept for the index and every form (benchmarks measure the first query of a word with it)."""
+    db.memo_of(conn).forget_answers()
     _forms.cache_clear()
     _rule.cache_clear()
 

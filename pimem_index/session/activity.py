@@ -12,11 +12,12 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, cast
 
 from pimem_index import db, store
 from pimem_index.journal import INT64_MAX
 from pimem_index.locations import Locations
+from pimem_index.replies import SessionsReply, UsageReply
 from pimem_index.search import forks, session_ids, session_info
 from pimem_index.search.request import SessionsRequest, UsageRequest, check_by
 from pimem_index.search.scope import project_root, request_scope, visible_sessions
@@ -25,7 +26,7 @@ FIGURES = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_to
 COST_DIGITS = 6  # dollars to a millionth: sums of floats lose the noise beyond
 
 
-def usage(conn: db.Connection, request: UsageRequest, split: str | None = None) -> dict[str, Any]:
+def usage(conn: db.Connection, request: UsageRequest, split: str | None = None) -> UsageReply:
     """Tokens, cost, messages and sessions per key (`request.by`) of the assistant entries in scope
     and dates, with a total: `{"by", "scope", "root", "rows": [...], "total": {...}}`. With `split`
     (another of requests.USAGE_BY), each row also holds its figures per that key (`"split": {key: {...}}`),
@@ -61,7 +62,7 @@ def usage(conn: db.Connection, request: UsageRequest, split: str | None = None) 
         total.add(file_id, figures)
     rows = [{"key": key, **sums.as_json(), **_split_json(splits, key, split)} for key, sums in groups.items()]
     rows.sort(key=_row_order(request.by))
-    return {"by": request.by, **scope.as_json(), "rows": rows, "total": total.as_json()}
+    return cast(UsageReply, {"by": request.by, **scope.as_json(), "rows": rows, "total": total.as_json()})
 
 
 def _split_json(splits: dict[Any, dict[Any, _Sums]], key: Any, split: str | None) -> dict[str, Any]:
@@ -183,7 +184,7 @@ SESSION_ORDER = {
 }
 
 
-def sessions(conn: db.Connection, request: SessionsRequest, locations: Locations | None = None) -> dict[str, Any]:
+def sessions(conn: db.Connection, request: SessionsRequest, locations: Locations | None = None) -> SessionsReply:
     """The sessions in scope active within the dates (and using the model), newest first or as
     `request.sort` orders them, one page:
     `{"scope", "root", "sessions": [...], "offset", "next_offset"}` (next_offset None on the last).
@@ -215,12 +216,15 @@ def sessions(conn: db.Connection, request: SessionsRequest, locations: Locations
     page = [_session_json(row) for row in rows[: request.limit]]
     _lineage(conn, request, page, locations)
     more = len(rows) > request.limit
-    return {
-        **scope.as_json(),
-        "sessions": page,
-        "offset": request.offset,
-        "next_offset": request.offset + request.limit if more else None,
-    }
+    return cast(
+        SessionsReply,
+        {
+            **scope.as_json(),
+            "sessions": page,
+            "offset": request.offset,
+            "next_offset": request.offset + request.limit if more else None,
+        },
+    )
 
 
 def _lineage(conn: db.Connection, request: SessionsRequest, page: list[dict], locations: Locations | None) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, date, datetime, timedelta
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pimem_index import db, store
 from pimem_index.locations import Locations
@@ -151,7 +151,7 @@ def recent_sessions(conn: db.Connection, locations: Locations, limit: int = 15) 
     return out
 
 
-def titled(conn: db.Connection, locations: Locations, sessions: list[dict]) -> list[dict]:
+def titled(conn: db.Connection, locations: Locations, sessions: list[Any]) -> list[Any]:
     """Sessions (dicts with `session_id` and `name`) with a `title`: the name (stored redacted), else the
     session's first user message, reread and redacted, on one line."""
     for s in sessions:

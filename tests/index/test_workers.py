@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pimem_index.index import workers
+from pimem_index.index.stream import ItemKind, StreamItem
 
 
 def numbered(paths: list[Path], *args) -> object:
@@ -19,18 +20,18 @@ def numbered(paths: list[Path], *args) -> object:
     for path in paths:
         if path.name == "broken":
             raise ValueError(f"cannot parse {path.name}")
-        yield ("work", path, None)
-        yield ("batch", path, None)
-        yield ("end", path, None)
+        yield StreamItem(ItemKind.WORK, path, None)
+        yield StreamItem(ItemKind.BATCH, path, None)
+        yield StreamItem(ItemKind.END, path, None)
 
 
 def batches_of_text(paths: list[Path], *args) -> object:
     """A producer of journals of ten 100 KB batches each (only their size matters here)."""
     for path in paths:
-        yield ("work", path, None)
+        yield StreamItem(ItemKind.WORK, path, None)
         for _ in range(10):
-            yield ("batch", path, types.SimpleNamespace(text_bytes=100_000))
-        yield ("end", path, None)
+            yield StreamItem(ItemKind.BATCH, path, types.SimpleNamespace(text_bytes=100_000))
+        yield StreamItem(ItemKind.END, path, None)
 
 
 def journals(tmp_path: Path, sizes: list[int]) -> list[Path]:
@@ -45,8 +46,8 @@ def journals(tmp_path: Path, sizes: list[int]) -> list[Path]:
 def parsed_by(paths: list[Path], *args) -> object:
     """A producer reporting which process parsed each journal (its pid)."""
     for path in paths:
-        yield ("work", path, os.getpid())
-        yield ("end", path, None)
+        yield StreamItem(ItemKind.WORK, path, os.getpid())
+        yield StreamItem(ItemKind.END, path, None)
 
 
 def parsers(paths: list[Path], processes: int) -> list[list[Path]]:
@@ -103,8 +104,8 @@ def inherited(paths: list[Path], *args) -> object:
     """A producer reporting whether it sees the writer's memory as it was when it started the
     parsers (forked: a copy of it) or a fresh import of this module (spawned)."""
     for path in paths:
-        yield ("work", path, WRITER_STATE["changed after import"])
-        yield ("end", path, None)
+        yield StreamItem(ItemKind.WORK, path, WRITER_STATE["changed after import"])
+        yield StreamItem(ItemKind.END, path, None)
 
 
 def test_a_process_with_one_thread_forks_its_parsers_and_one_with_threads_spawns_them(tmp_path, monkeypatch):
@@ -156,15 +157,17 @@ def a_long_journal(paths: list[Path], taken, first: int) -> object:
     message by then (waiting up to 10 s); the batch ending the second message, whether the writer
     had anything of it before it was parsed (waiting half a second)."""
     path = paths[0]
-    yield ("work", path, None)
+    yield StreamItem(ItemKind.WORK, path, None)
     for n in range(1, first + 21):
         took = None
         if n == first + 1:
             took = writer_took(taken, first + 1)
         elif n == first + 10:
             took = writer_took(taken, first + 2, seconds=0.5)
-        yield ("batch", path, types.SimpleNamespace(text_bytes=100_000, complete=n == first + 20, n=n, took=took))
-    yield ("end", path, None)
+        yield StreamItem(
+            ItemKind.BATCH, path, types.SimpleNamespace(text_bytes=100_000, complete=n == first + 20, n=n, took=took)
+        )
+    yield StreamItem(ItemKind.END, path, None)
 
 
 def test_the_first_message_is_small_so_writing_starts_early_and_the_rest_are_full(tmp_path):
@@ -179,8 +182,8 @@ def test_the_first_message_is_small_so_writing_starts_early_and_the_rest_are_ful
 def niceness(paths: list[Path], *args) -> object:
     """A producer reporting the niceness it runs at."""
     for path in paths:
-        yield ("work", path, os.nice(0))
-        yield ("end", path, None)
+        yield StreamItem(ItemKind.WORK, path, os.nice(0))
+        yield StreamItem(ItemKind.END, path, None)
 
 
 def test_parsing_processes_run_nicer_than_the_writer(tmp_path):
@@ -197,10 +200,12 @@ def test_parsing_processes_run_nicer_than_the_writer(tmp_path):
 def a_batch_then_a_wait(paths: list[Path], writer_has_it) -> object:
     """A journal of two batches; the second is parsed only once the writer has the first (or 10 s)."""
     path = paths[0]
-    yield ("work", path, None)
-    yield ("batch", path, types.SimpleNamespace(text_bytes=2_000_000, complete=False))
-    yield ("batch", path, types.SimpleNamespace(text_bytes=0, complete=True, sent=writer_has_it.wait(10)))
-    yield ("end", path, None)
+    yield StreamItem(ItemKind.WORK, path, None)
+    yield StreamItem(ItemKind.BATCH, path, types.SimpleNamespace(text_bytes=2_000_000, complete=False))
+    yield StreamItem(
+        ItemKind.BATCH, path, types.SimpleNamespace(text_bytes=0, complete=True, sent=writer_has_it.wait(10))
+    )
+    yield StreamItem(ItemKind.END, path, None)
 
 
 def test_a_full_message_goes_at_once_not_when_the_next_item_is_parsed(tmp_path):
@@ -229,10 +234,14 @@ def journals_with_checks(paths: list[Path], taken) -> object:
     to 10 s): it had, if every message went as soon as it could."""
     before = 0
     for path in paths:
-        yield ("work", path, writer_took(taken, before) if before else True)
-        yield ("batch", path, types.SimpleNamespace(text_bytes=10, complete=False, took=None))
-        yield ("batch", path, types.SimpleNamespace(text_bytes=10, complete=True, took=writer_took(taken, before + 2)))
-        yield ("end", path, None)
+        yield StreamItem(ItemKind.WORK, path, writer_took(taken, before) if before else True)
+        yield StreamItem(ItemKind.BATCH, path, types.SimpleNamespace(text_bytes=10, complete=False, took=None))
+        yield StreamItem(
+            ItemKind.BATCH,
+            path,
+            types.SimpleNamespace(text_bytes=10, complete=True, took=writer_took(taken, before + 2)),
+        )
+        yield StreamItem(ItemKind.END, path, None)
         before += 4
 
 

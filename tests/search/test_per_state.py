@@ -48,20 +48,18 @@ def test_a_session_indexed_after_a_reply_lengthens_the_short_ids_of_the_next_rep
 
 
 def test_another_connection_s_change_is_seen_by_the_next_reply(conn, locations, new_journal, home):
-    j = new_journal()
+    j = new_journal(session_id="7c1d2e3f-aaaa-4aaa-8aaa-aaaaaaaaaaaa")
     j.user("heron first words")
     index_all(conn, locations)
-    assert [s["title"] for s in sessions_of(conn, locations, home).values()] == ["heron first words"]
-    other = (
-        store.open_index(locations.db_path, memo=conn.memo)
-        if hasattr(conn, "memo")
-        else store.open_index(locations.db_path)
-    )
+    [before] = sessions_of(conn, locations, home).values()
+    assert before["title"] == "heron first words" and before["short_id"] == "7c1d2e3f"
+    other = store.open_index(locations.db_path, memo=conn.memo)  # another thread's connection, as the plugin's
     try:
-        k = new_journal()
+        k = new_journal(session_id="7c1d2e3f-bbbb-4bbb-8bbb-bbbbbbbbbbbb")
         k.user("heron second session")
         index_all(other, locations)  # the plugin's indexer, or another thread
     finally:
         other.close()
-    titles = sorted(s["title"] for s in sessions_of(conn, locations, home).values())
-    assert titles == ["heron first words", "heron second session"]
+    after = sessions_of(conn, locations, home)
+    assert sorted(s["title"] for s in after.values()) == ["heron first words", "heron second session"]
+    assert after[j.session_id]["short_id"] == "7c1d2e3f-a" != before["short_id"]

@@ -386,7 +386,8 @@ def test_entry_statistics_older_than_the_index_never_break_a_search(conn, locati
         j.user(f"capybara note {k}")
     index_all(conn, locations)
     assert query._idf(conn, "capybara", 0) == 1e-6  # a count taken before these entries existed
-    query._stats_cache[conn.execute("PRAGMA database_list").fetchone()[2]] = (time.monotonic(), -1, 20_000, 0.0)
+    stats = query.collection_stats(conn)
+    stats.at, stats.high, stats.count, stats.average, stats.taken = time.monotonic(), -1, 20_000, 0.0, True
     reply = query.search(conn, locations, "capybara", scope="global")
     assert len(reply["results"]) == 5
     assert all(r["score"] > 0 for r in reply["results"])

@@ -68,21 +68,20 @@ def test_a_search_takes_its_request(conn, locations, home, two_projects):
 def test_the_api_parameters_take_the_project_from_the_callers_journal(conn, locations, home, two_projects):
     journal_path = str(two_projects["Apps/mine"][0].path)
     args = query_args(MultiParams({"q": ["deploy"], "cwd": [""], "kind": ["user", ""]}))
-    request = SearchRequest.from_args(conn, args, max_scope="project", journal_path=journal_path)
-    assert (request.scope, request.cwd, request.kinds) == ("project", str(home / "Apps/mine"), ("user",))
+    request = SearchRequest.from_args(args, max_scope="project", journal_path=journal_path)
+    assert (request.scope, request.cwd, request.kinds) == ("project", None, ("user",)), "parsed without the index"
+    assert scope.request_scope(conn, request).root == str(home / "Apps/mine"), "the journal's folder, resolved"
     reply = query.search(conn, locations, request)
     assert [hit["id"] for hit in reply["results"]] == [two_projects["Apps/mine"][1]]
     with pytest.raises(UserError, match="scope 'project' needs cwd or journal"):
-        SearchRequest.from_args(conn, args, max_scope="project")
+        SearchRequest.from_args(args, max_scope="project")
 
 
 def test_the_api_parameters_default_to_the_widest_scope_a_session_cap_allows(conn, home, two_projects):
     args = query_args(MultiParams({"id": [two_projects["Apps/mine"][1]]}))
-    assert ReadRequest.from_args(conn, args, max_scope="session").scope == "session"
+    assert ReadRequest.from_args(args, max_scope="session").scope == "session"
     assert (
-        ReadRequest.from_args(
-            conn, query_args(MultiParams({"id": ["x"], "cwd": [str(home)]})), max_scope="global"
-        ).scope
+        ReadRequest.from_args(query_args(MultiParams({"id": ["x"], "cwd": [str(home)]})), max_scope="global").scope
         == "project"
     )
 

@@ -215,10 +215,10 @@ async def test_search_page_finds_migrating_for_migrate_in_its_own_project_only(l
 
 
 def test_highlight_marks_whole_words_the_query_matched_never_a_word_it_merely_starts():
-    assert str(highlight("timeouts and timekeeping", "timeout")) == "<mark>timeouts</mark> and timekeeping"
-    assert "<mark>" not in str(highlight("timeouts and timekeeping", "time"))
+    assert str(highlight("timeouts and timekeeping", ["timeout"])) == "<mark>timeouts</mark> and timekeeping"
+    assert "<mark>" not in str(highlight("timeouts and timekeeping", ["time"]))
 
 
 def test_highlight_marks_both_halves_of_an_identifier_and_escapes_the_rest():
-    marked = str(highlight("call parse_args <now>", "parse_args"))
+    marked = str(highlight("call parse_args <now>", ["parse", "args"]))
     assert marked == "call <mark>parse</mark>_<mark>args</mark> &lt;now&gt;"

@@ -125,10 +125,10 @@ def test_since_and_until_keep_the_messages_of_those_local_days(conn, world):
 
 def test_an_agent_capped_at_its_project_gets_its_project_s_usage_and_never_global(conn, world):
     args = {"by": "model", "cwd": world["prjct"]}
-    data = activity.usage(conn, UsageRequest.from_args(conn, args, max_scope="project"))
+    data = activity.usage(conn, UsageRequest.from_args(args, max_scope="project"))
     assert "gpt-5" not in by_key(data) and "claude-opus-4-5" in by_key(data)
     with pytest.raises(UserError, match="wider than allowed"):
-        activity.usage(conn, UsageRequest.from_args(conn, {**args, "scope": "global"}, max_scope="project"))
+        activity.usage(conn, UsageRequest.from_args({**args, "scope": "global"}, max_scope="project"))
 
 
 def test_an_unknown_grouping_is_refused_with_an_example():
