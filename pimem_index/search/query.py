@@ -181,7 +181,7 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
         more = len(rows) > limit
     else:
         needed = request.offset + limit + 1  # the page and one more, to say whether more remain
-        exact = wordforms.identifier_parts(request.query)
+        exact = request.written  # parts of identifiers, found when the request was parsed
         match, found = _candidates(conn, terms, sc, where, params, needed, exact)
         more = _page_of_ranked(conn, locations, request, sc, _ordered(found.ranked, time.time()), reply)
         if not more and len(reply["results"]) < limit and found.forms_skipped:

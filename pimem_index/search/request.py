@@ -82,6 +82,7 @@ class SearchRequest:
     offset: int = 0  # hits skipped: the page starts after them
     phrases: tuple[tuple[str, ...], ...] = ()  # quoted phrases of two words or more (`query_phrases`)
     like: str | None = None  # an entry id: only entries of the same text as it (what a hit's `like` counts)
+    written: frozenset[str] = frozenset()  # the terms that are parts of an identifier: only as written
     excerpt_chars: int = 300  # how long each hit's excerpt is, at most (about)
 
     @property
@@ -130,6 +131,7 @@ class SearchRequest:
             summaries=summaries,
             offset=check_offset(offset, example=20),
             phrases=query_phrases(query),
+            written=identifier_parts(query),
             like=like or None,
             excerpt_chars=check_excerpt(excerpt),
         )
@@ -402,6 +404,17 @@ def query_terms(query: str | None) -> list[str]:
             if t and t not in seen:
                 seen.append(t)
     return seen
+
+
+# A query's identifier: a word holding a digit, an inner `_` or `.`, or a lower letter then a capital
+# (`parse_args`, `request.py`, `utf8`, `getUser`). It names one thing, so its parts have no other forms.
+_IDENTIFIER = re.compile(r"\d|\w[_.]\w|[a-z][A-Z]")
+
+
+def identifier_parts(query: str | None) -> frozenset[str]:
+    """The query terms (as `query_terms` cuts them) that are parts of an identifier: they match as written."""
+    words = (w.strip("\"'`()[]{}<>,.;:!?") for w in (query or "").split())
+    return frozenset(t for w in words if _IDENTIFIER.search(w) for t in query_terms(w))
 
 
 _QUOTED = re.compile(r'"([^"]*)"')

@@ -9,8 +9,9 @@ with that tokenizer and FTS5 says which match. The answer depends on the word al
 kept (an LRU of words). Search ranks a word the same in any form, an entry holding every word
 as written a little higher (query._matches), asks the index for other forms only when they could
 reach the page, and keeps which forms the index holds per index generation (`in_index`, `kept`).
-The parts of an identifier (`identifier_parts`) match only as written. Excerpts and highlights
-mark the whole words `matches` finds, so a page marks what search matched.
+The parts of an identifier (a request's `written`: `request.identifier_parts`) match only as
+written. Excerpts and highlights mark the whole words `matches` finds, so a page marks what
+search matched.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from pimem_index import db
-from pimem_index.search.request import query_terms
 
 T = TypeVar("T")
 
@@ -65,18 +65,6 @@ def _candidates(term: str, stem: str) -> set[str]:
     if stem.endswith("i"):
         bases.add(stem[:-1] + "y")
     return {base + ending for base in bases for ending in ENDINGS if base}
-
-
-# A query's identifier: a word holding a digit, an inner `_` or `.`, or a lower letter then a capital
-# (`parse_args`, `request.py`, `utf8`, `getUser`). It names one thing, so its parts have no other forms.
-_IDENTIFIER = re.compile(r"\d|\w[_.]\w|[a-z][A-Z]")
-
-
-@functools.lru_cache(maxsize=256)
-def identifier_parts(query: str | None) -> frozenset[str]:
-    """The query terms (as `request.query_terms` cuts them) that are parts of an identifier: they match as written."""
-    words = (w.strip("\"'`()[]{}<>,.;:!?") for w in (query or "").split())
-    return frozenset(t for w in words if _IDENTIFIER.search(w) for t in query_terms(w))
 
 
 def matches(text: str, terms: list[str] | tuple[str, ...]) -> Iterator[re.Match]:

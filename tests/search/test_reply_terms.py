@@ -67,3 +67,23 @@ def test_the_cli_marks_the_reply_s_terms_and_never_cuts_the_query_again(quolls, 
     assert result.exit_code == 0, result.output
     assert sorted(set(MARKED.findall(result.output))) == ["numbat", "quoll"]
     assert cut.cuts == 1, "the query was cut into words once, by its request"
+
+
+class NoMoreCuts:
+    """The query tokeniser once the request is parsed: cutting the query again fails the test."""
+
+    def findall(self, text: str) -> list[str]:
+        raise AssertionError(f"the query was cut into words again: {text!r}")
+
+
+def test_an_identifier_s_parts_are_found_when_the_request_is_parsed_and_searching_never_cuts_again(
+    conn, locations, new_journal, monkeypatch
+):
+    j = new_journal()
+    hit = j.user("call parse_args before the timeouts")
+    index_all(conn, locations)
+    parsed = SearchRequest.create("parse_args timeout", scope="global")
+    assert parsed.written == {"parse", "args"} and "timeout" not in parsed.written
+    monkeypatch.setattr(request, "_TERM", NoMoreCuts())
+    reply = query.search(conn, locations, parsed)
+    assert [h["id"] for h in reply["results"]] == [hit] and reply["terms"] == ["parse", "args", "timeout"]
