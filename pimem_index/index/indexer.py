@@ -441,9 +441,9 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: parsing.Batch, expe
         return file_id
 
 
-# The entries columns a batch's values go to, in EntryValues' order: its timestamp is stored as ts,
-# its kind as k (entries.timestamp and entries.kind are computed from them).
-STORED = {"timestamp": "ts", "kind": "k"}
+# The entries columns a batch's values go to, in EntryValues' order: its ids are stored as eid and
+# parent_eid, its timestamp as ts, its kind as k (entries.id, parent_id, timestamp and kind are computed).
+STORED = {"id": "eid", "parent_id": "parent_eid", "timestamp": "ts", "kind": "k"}
 INSERT_COLUMNS = (
     "rowid",
     "file_id",
@@ -454,7 +454,7 @@ INSERT_COLUMNS = (
 # costs pysqlite3 about 2 us a value (a quarter of the entries' insert time).
 NULLABLE = {
     "sid": "NULLIF(?, '')",
-    "parent_id": "NULLIF(?, '')",
+    "parent_eid": "NULLIF(?, '')",
     "ts": store.TS_FROM_TEXT.replace("?", "NULLIF(?, '')"),
     "k": store.KIND_FROM_TEXT,
     "tool": "NULLIF(?, '')",

@@ -105,14 +105,16 @@ def _one_line(text: str) -> str:
 # ---- the entries around an entry ---------------------------------------------------------------
 
 
+# A journal's entries in the order they are written in it (through entries_file).
+FILE_ENTRIES = "SELECT rowid, id, parent_id, offset, length FROM entries WHERE file_id = ? ORDER BY offset"
+
+
 def around(conn: db.Connection, locations: Locations, row: EntryRow, n: int) -> list[dict]:
     """The `n` entries before `row` on its branch and the `n` after (first children), in order, each
     with its keys, its call keys and `text`: its redacted text without labels, cut to AROUND_CHARS."""
     if n <= 0:
         return []
-    refs = conn.execute(
-        "SELECT rowid, id, parent_id, offset, length FROM entries WHERE file_id = ? ORDER BY offset", (row.file_id,)
-    ).fetchall()
+    refs = conn.execute(FILE_ENTRIES, (row.file_id,)).fetchall()
     parent: dict[str, str | None] = {r[1]: r[2] for r in refs}
     rowids = {r[1]: r[0] for r in refs}
     if any(p is not None and p not in parent for p in parent.values()):
