@@ -286,8 +286,8 @@ def rules_at_start(paths: list[Path], *args) -> object:
 
     compiled = driver._COMPILED is not None
     for path in paths:
-        yield ("work", path, compiled)
-        yield ("end", path, None)
+        yield StreamItem(ItemKind.WORK, path, compiled)
+        yield StreamItem(ItemKind.END, path, None)
 
 
 def test_what_every_parser_would_compile_is_compiled_once_before_forking_and_not_when_spawning(tmp_path, monkeypatch):
@@ -304,7 +304,8 @@ def test_what_every_parser_would_compile_is_compiled_once_before_forking_and_not
     forked = workers.in_processes(
         rules_at_start, paths, (), processes=2, message_bytes=1, ahead_bytes=1, before_fork=compile_rules
     )
-    assert [seen for kind, _path, seen in forked if kind == "work"] == [True, True]  # inherited, not compiled again
+    # inherited, not compiled again
+    assert [item.payload for item in forked if item.kind is ItemKind.WORK] == [True, True]
     assert calls == [os.getpid()]
     monkeypatch.setattr(driver, "_COMPILED", None)
     spawned = workers.in_processes(
@@ -317,5 +318,5 @@ def test_what_every_parser_would_compile_is_compiled_once_before_forking_and_not
         start_method="spawn",
         before_fork=compile_rules,
     )
-    assert [seen for kind, _path, seen in spawned if kind == "work"] == [False, False]
+    assert [item.payload for item in spawned if item.kind is ItemKind.WORK] == [False, False]
     assert calls == [os.getpid()]  # a spawned process compiles what it needs itself: nothing to share
