@@ -117,6 +117,10 @@ def _one_line(text: str) -> str:
 # ---- the entries around an entry ---------------------------------------------------------------
 
 
+# A journal's entries in the order they are written in it (through entries_file).
+FILE_ENTRIES = "SELECT rowid, id, parent_id, offset, length FROM entries WHERE file_id = ? ORDER BY offset"
+
+
 def around(conn: db.Connection, locations: Locations, row: EntryRow, n: int) -> list[dict]:
     """The `n` entries before `row` on its branch and the `n` after (first children), in order, each
     with its keys, its call keys and `text`: its redacted text without labels, cut to AROUND_CHARS.
@@ -175,9 +179,7 @@ def _window_tree(conn, locations: Locations, row: EntryRow, n: int) -> _Tree:
 
 
 def _whole_tree(conn, locations: Locations, file_id: int) -> _Tree:
-    refs = conn.execute(
-        "SELECT rowid, id, parent_id, offset, length FROM entries WHERE file_id = ? ORDER BY offset", (file_id,)
-    ).fetchall()
+    refs = conn.execute(FILE_ENTRIES, (file_id,)).fetchall()
     return _tree(conn, locations, file_id, refs, True, True)
 
 
