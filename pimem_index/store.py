@@ -41,6 +41,7 @@ SESSION_TEXT = (
     "CASE WHEN typeof(sid) = 'blob' THEN lower(format('%s-%s-%s-%s-%s', substr(hex(sid), 1, 8), "
     "substr(hex(sid), 9, 4), substr(hex(sid), 13, 4), substr(hex(sid), 17, 4), substr(hex(sid), 21))) ELSE sid END"
 )
+_ID = re.compile(r"[0-9a-f]{8}")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # An entry's message role from its kind: the role Pi writes for each kind (journal.ROLE_KINDS;
 # version 2's `hookMessage` reads as `custom`, as its kind does). Summaries have no role.
@@ -89,11 +90,15 @@ CREATE INDEX IF NOT EXISTS files_parent_session ON files(parent_session);
 CREATE TABLE IF NOT EXISTS entries (
     rowid INTEGER PRIMARY KEY,
     file_id INTEGER NOT NULL REFERENCES files(id),
-    id TEXT NOT NULL,
-    parent_id TEXT,
+    -- The entry's id and its parent's as stored (`id_key`): Pi's 8 hex digits in 4 bytes, any other id as
+    -- its text; `id` and `parent_id` give the text back. Lookups by id go through eid (entries_id).
+    eid BLOB NOT NULL,
+    id TEXT GENERATED ALWAYS AS ({id_text}) VIRTUAL,
+    parent_eid BLOB,
+    parent_id TEXT GENERATED ALWAYS AS ({parent_id_text}) VIRTUAL,
     -- The session's id as stored (`session_key`): a UUID's 16 bytes (36 as text), any other id its text.
     -- `session_id` gives the id's text back.
-    sid ANY,
+    sid BLOB,
     session_id TEXT GENERATED ALWAYS AS ({session_text}) VIRTUAL,
     -- When the entry was written, in milliseconds since 1970 UTC (6 bytes where the ISO text took 24):
     -- what queries filter and sort on. `timestamp` gives the journal's ISO text back.
@@ -130,7 +135,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts USING fts5(text, {fts_options});
 -- (paired by call id within the journal), NULL until that result is indexed.
 CREATE TABLE IF NOT EXISTS tool_calls (
     entry_rowid INTEGER NOT NULL,
-    sid ANY,  -- as entries.sid: the session's id, a UUID in 16 bytes
+    sid BLOB,  -- as entries.sid: the session's id, a UUID in 16 bytes
     session_id TEXT GENERATED ALWAYS AS ({session_text}) VIRTUAL,
     call_id TEXT,
     tool TEXT,
@@ -206,8 +211,10 @@ CREATE TABLE IF NOT EXISTS journal_errors (
 # No index copies the usage figures: usage and the sessions view scan the entries table (one pass,
 # about 1.1-1.4x the CPU of a covering index's, for 0.6% of the journals' size less; docs/performance.md).
 ENTRY_INDEXES = {
-    "entries_file_offset": "CREATE INDEX IF NOT EXISTS entries_file_offset ON entries(file_id, offset)",
-    "entries_id": "CREATE INDEX IF NOT EXISTS entries_id ON entries(id)",
+    # A journal's entries (its rowids, in the order they were written): no offset in it, as no query
+    # ranges over offsets (a file's entries in offset order are a sort of one journal's rows).
+    "entries_file": "CREATE INDEX IF NOT EXISTS entries_file ON entries(file_id)",
+    "entries_id": "CREATE INDEX IF NOT EXISTS entries_id ON entries(eid)",
     "entries_timestamp": "CREATE INDEX IF NOT EXISTS entries_timestamp ON entries(ts)",
     "entries_summaries": "CREATE INDEX IF NOT EXISTS entries_summaries ON entries(ts) "
     "WHERE kind IN ('compaction', 'branch_summary')",
@@ -265,6 +272,17 @@ def epoch_ms(iso: str) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return (moment - EPOCH) // timedelta(milliseconds=1)
+
+
+def key_text(column: str) -> str:
+    """SQL for an id stored by `id_key` in `column` as its text."""
+    return f"CASE WHEN typeof({column}) = 'blob' THEN lower(hex({column})) ELSE {column} END"
+
+
+def id_key(entry_id: str) -> bytes | str:
+    """An entry id as entries.eid (and a parent's as parent_eid) stores it: Pi's 8 lowercase hex digits
+    as their 4 bytes, any other id (`L12`, a redacted id) as it is (`key_text` gives the text back)."""
+    return bytes.fromhex(entry_id) if len(entry_id) == 8 and _ID.fullmatch(entry_id) else entry_id
 
 
 def session_key(session_id: str | None) -> bytes | str | None:
@@ -428,6 +446,8 @@ def _statements(script: str) -> list[str]:
         ("{kind_role}", KIND_ROLE),
         ("{kind_text}", KIND_TEXT),
         ("{session_text}", SESSION_TEXT),
+        ("{id_text}", key_text("eid")),
+        ("{parent_id_text}", key_text("parent_eid")),
     ):
         script = script.replace(name, sql)
     return [s.strip() for s in script.split(";\n") if s.strip()]

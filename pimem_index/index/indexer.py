@@ -31,6 +31,7 @@ from pimem_index.index.settings import IndexSettings, or_default
 from pimem_index.index.stream import ItemKind, StreamItem
 from pimem_index.index.workers import ParserStopped  # noqa: F401  (raised through index_all)
 from pimem_index.locations import Locations, find_journals
+from pimem_index.redaction.driver import compiled as redaction_rules
 from pimem_index.replies import FailedJournal, IndexReply
 
 # How often a backfill renews its lease and publishes its progress.
@@ -353,6 +354,7 @@ def _from_processes(
         message_bytes=settings.message_text_bytes,
         ahead_bytes=settings.ahead_text_bytes,
         start_method=settings.start_method,
+        before_fork=redaction_rules,  # compiled once here, not in each process
     )
     try:
         for item in items:
@@ -439,9 +441,9 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: parsing.Batch, expe
         return file_id
 
 
-# The entries columns a batch's values go to, in EntryValues' order: its timestamp is stored as ts,
-# its kind as k (entries.timestamp and entries.kind are computed from them).
-STORED = {"timestamp": "ts", "kind": "k"}
+# The entries columns a batch's values go to, in EntryValues' order: its ids are stored as eid and
+# parent_eid, its timestamp as ts, its kind as k (entries.id, parent_id, timestamp and kind are computed).
+STORED = {"id": "eid", "parent_id": "parent_eid", "timestamp": "ts", "kind": "k"}
 INSERT_COLUMNS = (
     "rowid",
     "file_id",
@@ -452,7 +454,7 @@ INSERT_COLUMNS = (
 # costs pysqlite3 about 2 us a value (a quarter of the entries' insert time).
 NULLABLE = {
     "sid": "NULLIF(?, '')",
-    "parent_id": "NULLIF(?, '')",
+    "parent_eid": "NULLIF(?, '')",
     "ts": store.TS_FROM_TEXT.replace("?", "NULLIF(?, '')"),
     "k": store.KIND_FROM_TEXT,
     "tool": "NULLIF(?, '')",

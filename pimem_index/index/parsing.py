@@ -70,8 +70,8 @@ class EntryValues(NamedTuple):
     """One entry as a batch carries it to the writer: its INSERT's values after rowid, file_id and
     session_id (indexer.INSERT_COLUMNS), a missing text as "" and a missing integer as NO_INT."""
 
-    id: str
-    parent_id: str
+    id: bytes | str  # stored as entries.eid (store.id_key), the parent's as parent_eid
+    parent_id: bytes | str
     timestamp: str  # stored as entries.ts (epoch milliseconds)
     kind: str  # the role follows from it (entries.role is computed)
     tool: str
@@ -416,8 +416,8 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
         batch.rows.append(
             _entry_values(  # as EntryValues(...), without its 22-argument __new__ for every line
                 (
-                    item.id,
-                    item.parent_id or "",
+                    store.id_key(item.id),
+                    store.id_key(item.parent_id) if item.parent_id else "",
                     item.timestamp or "",
                     item.kind,
                     redacted_field(item.tool),

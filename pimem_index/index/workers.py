@@ -119,6 +119,7 @@ def in_processes(
     message_bytes: int,
     ahead_bytes: int,
     start_method: StartMethod | None = None,
+    before_fork: Callable[[], object] | None = None,
 ) -> Generator[StreamItem, None, None]:
     """`produce(paths, *args)`'s items in path order, parsed in up to `processes` processes.
 
@@ -129,15 +130,19 @@ def in_processes(
     this process dies, and are stopped when this generator is closed (the pass ended, Ctrl-C,
     an error). Their errors are raised here as they are; a death raises ParserStopped, unless
     a process died before it was ready: then the journals are parsed in a thread here instead
-    (`in_thread`).
+    (`in_thread`). `before_fork` runs here once before forking: what every process would
+    otherwise do on its own (compiling the redaction rules), done once and inherited.
     """
     processes = max(1, min(processes, len(paths)))
+    start_method = start_method or _start_method()
+    if before_fork is not None and start_method == "fork":
+        before_fork()
     owners = _share_out(paths, processes)
     shares = [[p for p, o in zip(paths, owners, strict=True) if o == k] for k in range(processes)]
     streams: list[_Stream] = []
     try:
         for share in shares:  # one by one, so those started are stopped if the next cannot be
-            streams.append(_Stream(produce, share, args, message_bytes, start_method or _start_method()))
+            streams.append(_Stream(produce, share, args, message_bytes, start_method))
         started = all(stream.ready() for stream in streams)
         if started:
             for owner in owners:

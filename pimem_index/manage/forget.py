@@ -60,9 +60,9 @@ def _named_in(records: list[dict], session_id: str | None) -> str | None:
 def _find_entry(conn: db.Connection, entry_id: str, session_id: str | None) -> EntryRow:
     """The one entry with this id (in this session), or a UserError saying how to name it."""
     rows = (
-        select_entries(conn, "e.id = ? AND f.session_id = ?", (entry_id, session_id))
+        select_entries(conn, "e.eid = ? AND f.session_id = ?", (store.id_key(entry_id), session_id))
         if session_id
-        else select_entries(conn, "e.id = ?", (entry_id,))
+        else select_entries(conn, "e.eid = ?", (store.id_key(entry_id),))
     )
     if not rows:
         where = f" in session {session_id}" if session_id else ""

@@ -345,6 +345,7 @@ def _kw(family: str, scan: bytes, pattern: bytes, flag_words: tuple[bytes, ...],
         handler=_assignment,
         back=back,
         family=family,
+        shape=pattern + _KEY_END + sep,  # a key name then a separator: the value may be empty
     )
 
 
@@ -442,6 +443,8 @@ _ENV_LINE_RULES: list[Rule] = [
     ),
 ]
 
+_VALUE_KEY = not_after_word(b"value") + rb"(?:\\{0,3}[\"'])?[ \t]*[=:][ \t]*"
+
 _CONFIG_PAIR_RULES: list[Rule] = [
     Rule(
         "config_pair",
@@ -449,9 +452,10 @@ _CONFIG_PAIR_RULES: list[Rule] = [
         '{"key": "api_key", "value": "..."} and {"name": "DB_PASSWORD", "value": "..."} (JSON), '
         "- name: API_KEY / value: ... (YAML: Kubernetes, ECS, CI variables)",
         b"value",
-        not_after_word(b"value") + rb"(?:\\{0,3}[\"'])?[ \t]*[=:][ \t]*",
+        _VALUE_KEY,
         fold=True,
         handler=_config_pair,
+        shape=_VALUE_KEY,  # all of it: JSON's "value": and YAML's value: hold no secret without a name near
     ),
 ]
 
@@ -462,6 +466,9 @@ ASSIGNMENT_DESCRIPTION = (
     "and headers such as X-Api-Key"
 )
 
+
+# An Authorization header's name and separator: what the prefilter looks for (auth is a common word).
+_AUTHORIZATION = rb"orization(?<=authorization)(?:\\{0,3}[\"'])?[ \t]*[:=]"
 
 RULES: list[Rule] = (
     [
@@ -489,12 +496,13 @@ RULES: list[Rule] = (
             "authorization_header",
             "Authorization / Proxy-Authorization header values (Bearer, Basic, token, Bot...)",
             b"uth",
-            rb"orization(?<=authorization)(?:\\{0,3}[\"'])?[ \t]*[:=][ \t]*(?P<oq>\\{0,3}[\"'])?[ \t]*"
+            _AUTHORIZATION + rb"[ \t]*(?P<oq>\\{0,3}[\"'])?[ \t]*"
             rb"(?:(?P<sc>bearer|basic|token|bot|digest|negotiate|ntlm|apikey|api-key|sso-key|key|jwt|aws4-hmac-sha256)"
             rb"[ \t]+)?"
             rb"(?P<s>[^\s\"'\\,;<>{}]{1,4096}(?:[ \t]*,[ \t]*[a-z]{1,32}=[^\s\"'\\,;<>]{1,512}){0,8})",
             fold=True,
             check=_auth_header_check,
+            shape=_AUTHORIZATION,
         ),
         _kw("auth", b"uth", rb"(?<=auth)(?P<k>)", (b"auth",), back=1),
         Rule(

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pimem_index.redaction import structured, table
-from pimem_index.redaction.needles import hs_literal, needles
+from pimem_index.redaction.needles import hs_literal, is_start, needles, pattern_needles
 from pimem_index.redaction.rule import Check, Handler, Rule, Span
 
 #: One scanner as the driver runs it: (fold, rare, scan literal, regex search, group name -> (rule, mask
@@ -105,30 +105,65 @@ def compile_rules(rules: list[Rule]) -> list[Scanner]:
 
 
 def _prefilter(scanners: list[Scanner], hyperscan: Any) -> tuple[Any, list[int]]:
-    """(a Hyperscan database reporting, as its id, the index of each scanner with
-    a needle in a text; indexes of the scanners that always run).  Folded
-    scanners' needles are matched ASCII-caseless in the original bytes, which
+    """(a Hyperscan database reporting, as its id, the index of each scanner that may
+    match a text; indexes of the scanners that always run).  A scanner is looked for by
+    its needles, or, when one of its rules has a ``shape``, by each rule's shape
+    (in Hyperscan's prefilter mode, which may report more matches, never fewer) or
+    needles.  Folded scanners are matched ASCII-caseless in the original bytes, which
     finds all that an exact search of ``bytes.lower()`` would."""
     every = list(range(len(scanners)))
     if hyperscan is None:
         return None, every
-    always, ids, exprs, flags = [], [], [], []
-    for i, sc in enumerate(scanners):
-        found = needles(sc.regex)
-        if b"" in found:
-            always.append(i)
+    for shaped in (True, False):  # without shapes if Hyperscan cannot compile them
+        always, ids, exprs, flags = [], [], [], []
+        for i, sc in enumerate(scanners):
+            found = _expressions(sc, shaped)
+            if found is None:
+                always.append(i)
+                continue
+            caseless = hyperscan.HS_FLAG_CASELESS if sc.fold else 0
+            for expr, prefilter in found:
+                ids.append(i)
+                exprs.append(expr)
+                flags.append(
+                    hyperscan.HS_FLAG_SINGLEMATCH | caseless | (hyperscan.HS_FLAG_PREFILTER if prefilter else 0)
+                )
+        if not ids:
+            return None, every
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        try:
+            db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)
+        except hyperscan.error:  # a CPU Hyperscan does not support: scan as without it
             continue
-        ids.append(i)
-        exprs.append(b"|".join(hs_literal(n) for n in sorted(found)))
-        flags.append(hyperscan.HS_FLAG_SINGLEMATCH | (hyperscan.HS_FLAG_CASELESS if sc.fold else 0))
-    if not ids:
-        return None, every
-    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    try:
-        db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)
-    except hyperscan.error:  # a CPU Hyperscan does not support: scan as without it
-        return None, every
-    return db, always
+        return db, always
+    return None, every
+
+
+def _expressions(sc: Scanner, shaped: bool) -> list[tuple[bytes, bool]] | None:
+    """What the prefilter looks for to run ``sc``: (Hyperscan expression, in prefilter mode?)
+    pairs, one of which every text it can match holds; None when nothing is known."""
+    rules = [rule for rule, _masks in sc.rules.values()]
+    if not (shaped and any(rule.shape for rule in rules)):
+        found = needles(sc.regex)
+        return None if b"" in found else [(_literals(found), False)]
+    out = []
+    scan = re.escape(sc.scan)
+    for rule in rules:
+        if rule.shape:
+            if not is_start(rule.shape, rule.pattern):
+                raise ValueError(f"the shape of a {rule.kind} rule is not the start of its pattern")
+            out.append((scan + b"(?:" + rule.shape + b")", True))
+            continue
+        found = pattern_needles(scan + b"(?:" + rule.pattern + b")")
+        if b"" in found:
+            return None
+        out.append((_literals(found), False))
+    return out
+
+
+def _literals(found: frozenset) -> bytes:
+    """Needles as one Hyperscan expression (any of them)."""
+    return b"|".join(hs_literal(n) for n in sorted(found))
 
 
 def _on_needle(index: int, start: int, end: int, flags: int, found: list) -> None:

@@ -164,8 +164,36 @@ def needles(regex: re.Pattern) -> frozenset:
     included); ``{b""}`` when none is known."""
     if regex.flags & re.IGNORECASE:
         return _EMPTY
-    req = _seq(_sre_parse.parse(regex.pattern, regex.flags).data, _EMPTY).req
+    return pattern_needles(regex.pattern, regex.flags)
+
+
+def pattern_needles(pattern: bytes, flags: int = 0) -> frozenset:
+    """``needles`` of a pattern not compiled (a rule's own, inside its scanner's regex)."""
+    req = _seq(_sre_parse.parse(pattern, flags).data, _EMPTY).req
     return _shortest(req, bytes.__contains__) or _EMPTY  # a needle holding another adds nothing
+
+
+def is_start(start: bytes, pattern: bytes) -> bool:
+    """Whether ``start`` is the first whole items of ``pattern`` (as re parses both), so every
+    match of ``pattern`` begins with a match of ``start``: not a cut inside a group, before a
+    repeat of the last item, or before a ``|`` of the whole."""
+    if not pattern.startswith(start):
+        return False
+    whole, first = _tree(_sre_parse.parse(pattern).data), _tree(_sre_parse.parse(start).data)
+    return len(first) <= len(whole) and whole[: len(first)] == first
+
+
+def _tree(items) -> tuple:
+    """Parsed items as nested tuples (re's SubPattern compares by identity)."""
+    return tuple((op, _value(av)) for op, av in items)
+
+
+def _value(av):
+    if isinstance(av, _sre_parse.SubPattern):
+        return _tree(av.data)
+    if isinstance(av, (list, tuple)):
+        return tuple(_value(x) for x in av)
+    return av
 
 
 def hs_literal(needle: bytes) -> bytes:

@@ -23,7 +23,8 @@ class Rule:
     original).  Named groups ``s``, ``s2``... mark what to mask; ``check`` may
     veto a match; a ``handler`` replaces the default group masking.  ``rare``
     makes the driver test ``scan in text`` before running the regex (worth it
-    for literals that seldom occur).  ``handler(rule, m, g, b, bl, ctx)``
+    for literals that seldom occur); ``shape``, the start of ``pattern``, is what
+    the prefilter looks for when the literal alone is a common word.  ``handler(rule, m, g, b, bl, ctx)``
     gets ``ctx``, a dict shared by all matches in one text.
     """
 
@@ -38,6 +39,10 @@ class Rule:
     guard: bytes = b""  # shared lookbehind tried once before alternatives that start with a lookbehind
     back: int = 0  # secret_assignment: keyword bytes before the scan literal
     family: str = ""  # secret_assignment: password, secret, token, auth, cred, key
+    # The start of ``pattern`` (whole items of it) that the prefilter looks for instead of the needles,
+    # for a rule whose literal is an ordinary word (``pat``, ``value``, ``key``): its text must look
+    # like the secret's start, not merely hold the word (compiler._prefilter).
+    shape: bytes = b""
 
 
 def not_after_word(lit: bytes, chars: bytes = rb"A-Za-z0-9_") -> bytes:

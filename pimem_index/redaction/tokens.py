@@ -28,11 +28,13 @@ def _token(
     check: Check | None = None,
     word: bytes = rb"A-Za-z0-9_",
     end: bytes = END_ALNUM,
+    shaped: bool = False,
 ) -> Rule:
     """A token that starts with the literal ``scan`` (not glued to a word before
-    it) followed by ``body``, which is masked; the prefix stays visible."""
+    it) followed by ``body``, which is masked; the prefix stays visible.  ``shaped``:
+    the prefilter looks for the whole token, for a prefix that is a common word."""
     pattern = not_after_word(scan, word) + rb"(?P<s>" + body + rb")" + end
-    return Rule(kind, description, scan, pattern, fold=fold, check=check)
+    return Rule(kind, description, scan, pattern, fold=fold, check=check, shape=pattern if shaped else b"")
 
 
 _SERVICES = (
@@ -101,7 +103,7 @@ _SERVICE_RULES: list[Rule] = [
     ),
     _token("service_token", b"ops_", rb"eyj[a-z0-9+/]{200,8192}={0,3}", end=rb"(?![a-z0-9+/=])"),
     _token("service_token", b"p8e-", rb"[a-z0-9]{32}"),
-    _token("service_token", b"pat", rb"[A-Za-z0-9]{14}\.[a-f0-9]{64}", fold=False),
+    _token("service_token", b"pat", rb"[A-Za-z0-9]{14}\.[a-f0-9]{64}", fold=False, shaped=True),
     _token("service_token", b"LTAI", rb"[A-Za-z0-9]{20}", fold=False, check=has_digit),
     _token("service_token", b"AKCp", rb"[A-Za-z0-9]{60,80}", fold=False),
     _token("service_token", b"cmVmd", rb"[A-Za-z0-9]{59}", fold=False, word=_WB, end=rb"(?![A-Za-z0-9+/=])"),

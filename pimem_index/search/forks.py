@@ -63,7 +63,7 @@ def copies(conn: db.Connection, rowids: Iterable[int]) -> set[int]:
         return set()
     rows = conn.execute(
         f"SELECT e.rowid, o.rowid FROM entries e JOIN files c ON c.id = e.file_id {_PARENT_JOIN} "
-        "JOIN entries o ON o.file_id = p.id AND o.id = e.id AND o.kind = e.kind AND o.text_digest IS e.text_digest "
+        "JOIN entries o ON o.file_id = p.id AND o.eid = e.eid AND o.kind = e.kind AND o.text_digest IS e.text_digest "
         f"WHERE e.rowid IN ({_marks(ids)}) AND c.parent_session IS NOT NULL",
         ids,
     ).fetchall()

@@ -212,9 +212,9 @@ def _like_of(conn, entry_id: str, sc: Scope) -> tuple[str, int]:
     shares its original's id and text, so any of them will do)."""
     where, params = sc.predicate()
     found = conn.execute(
-        f"SELECT e.kind, e.text_digest FROM entries e JOIN files f ON f.id = e.file_id WHERE e.id = ? AND {where} "
+        f"SELECT e.kind, e.text_digest FROM entries e JOIN files f ON f.id = e.file_id WHERE e.eid = ? AND {where} "
         "AND e.text_digest IS NOT NULL ORDER BY e.rowid LIMIT 1",
-        [entry_id, *params],
+        [store.id_key(entry_id), *params],
     ).fetchone()
     if found is None:
         raise UserError(f"no entry {entry_id} in this scope to list the entries like it", Arg("like", "c3d4e5f6"))
@@ -596,7 +596,8 @@ def read(
     offset = request.offset
     sc = request_scope(conn, request)
     where, params = sc.predicate()
-    rows = select_entries(conn, f"e.id = ? AND {where} ORDER BY e.ts DESC LIMIT 50", [request.id, *params])
+    wanted = [store.id_key(request.id), *params]
+    rows = select_entries(conn, f"e.eid = ? AND {where} ORDER BY e.ts DESC LIMIT 50", wanted)
     current = request.session_id or session_of(conn, request.journal_path)
     preferred = [r for r in rows if current and r.session_id == current]
     if len(preferred) == 1:

@@ -103,7 +103,7 @@ def entry_text(conn: db.Connection, locations: Locations, rowid: int, max_chars:
 
 def entry_shown(conn: db.Connection, locations: Locations, hit: dict, max_chars: int = SUMMARY_CHARS) -> dict | None:
     """A hit's entry (by its id and session) with its redacted text, shortened: a page shows more than the excerpt."""
-    rows = select_entries(conn, "e.id = ? AND f.session_id = ? LIMIT 1", (hit["id"], hit["session_id"]))
+    rows = select_entries(conn, "e.eid = ? AND f.session_id = ? LIMIT 1", (store.id_key(hit["id"]), hit["session_id"]))
     return _shown(conn, locations, rows[0], max_chars) if rows else None
 
 

@@ -71,7 +71,7 @@ class Change(NamedTuple):
 
 
 # A session's edit and write calls that did not fail: its journals (files_session_id), their entries
-# (entries_file_offset), their calls (tool_calls_entry).
+# (entries_file), their calls (tool_calls_entry).
 CHANGES_SQL = (
     "SELECT c.entry_rowid, c.call_id, c.tool, c.path, c.result_rowid FROM files f "
     "JOIN entries e ON e.file_id = f.id JOIN tool_calls c ON c.entry_rowid = e.rowid "

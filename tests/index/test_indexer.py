@@ -469,7 +469,7 @@ def test_a_cold_bulk_build_sorts_the_entry_indexes_once_its_rows_are_in(conn, lo
     )
     assert during and all(missing == list(store.ENTRY_INDEXES) for missing in during)
     assert store.missing_entry_indexes(conn) == []
-    plan = conn.execute("EXPLAIN QUERY PLAN SELECT rowid FROM entries WHERE id = 'x'").fetchall()
+    plan = conn.execute("EXPLAIN QUERY PLAN SELECT rowid FROM entries WHERE eid = ?", (store.id_key("x"),)).fetchall()
     assert "entries_id" in str(plan)
 
 

@@ -7,6 +7,8 @@ import json
 import sqlite_utils
 
 from pimem_index import db, journal, store
+from pimem_index.index import indexer
+from pimem_index.search import exchange, query
 
 CONTRACT_COLUMNS = {
     "files": set(),
@@ -113,3 +115,41 @@ def test_an_entrys_kind_is_stored_as_its_number_and_read_as_its_name(world, loca
     assert [r["n"] for r in index.query("SELECT count(*) AS n FROM entries WHERE kind = 'user'")] == [
         sum(r["kind"] == "user" for r in rows)
     ]
+
+
+def test_an_entry_id_is_stored_in_4_bytes_and_read_and_looked_up_as_its_text(world, locations):
+    index = sqlite_utils.Database(str(locations.db_path))
+    lines = [json.loads(line) for line in world["a"].path.read_text().splitlines()][1:]
+    rows = {
+        r["id"]: r for r in index.query("SELECT id, parent_id, typeof(eid) AS stored, length(eid) AS size FROM entries")
+    }
+    for line in lines:
+        assert rows[line["id"]]["parent_id"] == line["parentId"]
+        assert (rows[line["id"]]["stored"], rows[line["id"]]["size"]) == ("blob", 4)
+    assert not {"id", "parent_id"} & {c.name for c in index["entries"].columns}
+    heron = world["ids"]["user"]
+    found = query.read(index.conn, locations, heron, scope="global")
+    assert found["status"] == "ok" and found["entry"]["id"] == heron
+    assert query.read(index.conn, locations, heron[:7] + "z", scope="global")["status"] == "not_found"
+
+
+def test_ids_that_look_like_numbers_keep_their_text(conn, locations, new_journal):
+    j = new_journal(session_id="1e5")
+    message = {"role": "user", "content": "numeric looking ids", "timestamp": 1773614400000}
+    j.write_line(
+        {"type": "message", "id": "12", "parentId": None, "timestamp": "2026-03-15T22:40:00.000Z", "message": message}
+    )
+    indexer.index_all(conn, locations)
+    row = conn.execute("SELECT id, session_id, typeof(eid), typeof(sid) FROM entries").fetchone()
+    assert row == ("12", "1e5", "text", "text")
+    assert query.read(conn, locations, "12", scope="global")["entry"]["session_id"] == "1e5"
+
+
+def test_a_journals_entries_are_found_through_an_index_of_their_file_alone(world, locations):
+    index = sqlite_utils.Database(str(locations.db_path))
+    assert [r["name"] for r in index.query("SELECT name FROM pragma_index_info('entries_file')")] == ["file_id"]
+    plan = " ".join(r["detail"] for r in index.query("EXPLAIN QUERY PLAN " + exchange.FILE_ENTRIES, [1]))
+    assert "USING INDEX entries_file (file_id=?)" in plan and "SCAN entries" not in plan
+    file_id = index.execute("SELECT id FROM files WHERE path = ?", [str(world["a"].path)]).fetchone()[0]
+    offsets = [r[3] for r in index.execute(exchange.FILE_ENTRIES, [file_id]).fetchall()]
+    assert offsets == sorted(offsets) and len(offsets) == len(world["ids"])

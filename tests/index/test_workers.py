@@ -278,3 +278,45 @@ def test_a_stopped_bounded_queue_releases_a_waiting_put_which_adds_nothing():
     queue.stop()
     waiting.join(5)
     assert results == [False] and list(queue.queued) == [b"x" * 10]
+
+
+def rules_at_start(paths: list[Path], *args) -> object:
+    """A producer reporting whether the redaction rules were compiled in its process when it began."""
+    from pimem_index.redaction import driver
+
+    compiled = driver._COMPILED is not None
+    for path in paths:
+        yield StreamItem(ItemKind.WORK, path, compiled)
+        yield StreamItem(ItemKind.END, path, None)
+
+
+def test_what_every_parser_would_compile_is_compiled_once_before_forking_and_not_when_spawning(tmp_path, monkeypatch):
+    from pimem_index.redaction import driver
+
+    paths = journals(tmp_path, [10, 10])
+    calls = []
+
+    def compile_rules() -> object:
+        calls.append(os.getpid())
+        return driver.compiled()
+
+    monkeypatch.setattr(driver, "_COMPILED", None)
+    forked = workers.in_processes(
+        rules_at_start, paths, (), processes=2, message_bytes=1, ahead_bytes=1, before_fork=compile_rules
+    )
+    # inherited, not compiled again
+    assert [item.payload for item in forked if item.kind is ItemKind.WORK] == [True, True]
+    assert calls == [os.getpid()]
+    monkeypatch.setattr(driver, "_COMPILED", None)
+    spawned = workers.in_processes(
+        rules_at_start,
+        paths,
+        (),
+        processes=2,
+        message_bytes=1,
+        ahead_bytes=1,
+        start_method="spawn",
+        before_fork=compile_rules,
+    )
+    assert [item.payload for item in spawned if item.kind is ItemKind.WORK] == [False, False]
+    assert calls == [os.getpid()]  # a spawned process compiles what it needs itself: nothing to share

@@ -728,3 +728,55 @@ def test_every_harmless_line_is_kept_on_its_own():
     changed = [line for line in lines if redact(line) != line]
     assert len(lines) >= 200
     assert changed == []
+
+
+# --- shapes: a rule whose literal is an ordinary word is looked for by the start of its pattern --------
+
+
+_SHAPED = random.Random(28)  # not R: these are made at collection, and R's sequence is other tests' values
+
+
+def _shaped_rand(n: int, alphabet: str = ALNUM) -> str:
+    return "".join(_SHAPED.choice(alphabet) for _ in range(n))
+
+
+def _scanners_planned(text: str) -> set[bytes]:
+    return {step[2] for step in driver.compiled().plan_for(text.encode("utf-8", "surrogatepass"))}
+
+
+@pytest.mark.parametrize(
+    "word, prose, assignment",
+    [
+        (
+            b"pat",
+            "the path to the patch matches the pattern",
+            "token: pat" + _shaped_rand(14) + "." + _shaped_rand(64, HEX),
+        ),
+        (
+            b"value",
+            "return value; the value of x, values",
+            '{"name": "DB_PASSWORD", "value": "' + _shaped_rand(20) + '"}',
+        ),
+        (b"k", "keys, a keyboard, two monkeys; keyring", "api_key = " + _shaped_rand(24)),
+        (b"p", "a passport; the bypass; passing", "PASSWORD=" + _shaped_rand(16)),
+        (b"uth", "the author; OAuth2 authentication", "Authorization: Bearer " + _shaped_rand(30)),
+    ],
+)
+def test_a_scanner_whose_literal_is_a_word_runs_where_its_secret_can_start_not_on_the_word(word, prose, assignment):
+    pytest.importorskip("hyperscan")
+    assert word in _scanners_planned(assignment)
+    assert MASK in redact(assignment)
+    assert word not in _scanners_planned(prose)
+    assert redact(prose) == prose
+
+
+def test_every_shape_is_the_start_of_its_rules_pattern():
+    shaped = [rule for rule in RULES if rule.shape]
+    assert {rule.kind for rule in shaped} >= {"secret_assignment", "config_pair", "authorization_header"}
+    for rule in shaped:
+        assert compiler.is_start(rule.shape, rule.pattern), rule.kind
+        assert b"{," not in rule.shape  # Python's {,n} is a literal to Hyperscan
+    assert compiler.is_start(rb"ab(?P<k>)", rb"ab(?P<k>)c*")
+    assert not compiler.is_start(rb"a", rb"a|b")  # the pattern may match without it
+    assert not compiler.is_start(rb"(?:ab)", rb"(?:ab)*c")  # a repeat of its last item may be absent
+    assert not compiler.is_start(rb"ab", rb"ab{2}")
