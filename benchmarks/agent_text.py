@@ -1,13 +1,18 @@
-"""The agent benchmark: how much text the memory_context tool hands the model for 10 hits.
+"""The agent benchmark: how much text the memory_context tool hands the model for 10 hits, and how often
+the entry an agent looks for is among them.
 
-    python -m benchmarks.agent_text CORPUS [--before 0aa4fe1] [--work DIR]
+    python -m benchmarks.agent_text CORPUS [--before 0aa4fe1] [--mrr-before REV] [--work DIR]
 
 Fixed agent-like queries (AGENT_QUERIES) run over the corpus in the project scope of its largest
 project, through the code of a checkout (the API's reply, `query.search` with the tool's
 parameters) and the extension's own formatter (`formatHits` of that checkout's memory_context.ts,
 loaded with jiti from the pinned Pi's node_modules). Run for this checkout and for `--before` (a
 commit, checked out in a temporary worktree), each with its own index built by its own code; the
-characters per reply (median, p90, mean) and the JSON bytes go into docs/performance.md.
+characters per reply (median, p90, mean) and the JSON bytes go into docs/performance.md. Known
+items (`known_items`): KNOWN_ITEMS queries of two words from a user or assistant message of that
+project, each word in another form the project holds half the time (as an agent recalls it), asked
+the same way; the message's MRR over the 10 hits, for `--before`, `--mrr-before` (a third
+checkout, e.g. the one before a ranking change: known items only) and this checkout.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
+import re
 import statistics
 import subprocess
 import sys
@@ -22,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks import docs_figures
+from pimem_index.search import wordforms
 
 ROOT = Path(__file__).resolve().parent.parent
 EXTENSION = Path("datasette_pi_memory/server/pi_extension/memory_context.ts")
@@ -81,6 +89,79 @@ console.log(JSON.stringify(replies.map((r) => ext.formatHits(r))));
 """
 
 
+KNOWN_ITEMS = 60
+WORD = re.compile(r"[^\W\d_]{5,}")
+
+
+def messages(corpus: str, cwd: str) -> list[tuple[str, str]]:
+    """(entry id, text) of the user and assistant messages' text blocks in the journals of `cwd` and its subfolders."""
+    found = []
+    for journal in sorted(Path(corpus).glob("*/*.jsonl")):
+        with journal.open("rb") as lines:
+            header = json.loads(lines.readline())
+            if header.get("cwd") != cwd and not str(header.get("cwd", "")).startswith(cwd + "/"):
+                continue
+            for raw in lines:
+                line = json.loads(raw)
+                message = line.get("message") or {}
+                if line.get("type") != "message" or message.get("role") not in ("user", "assistant"):
+                    continue
+                content = message.get("content")
+                blocks = (
+                    [content]
+                    if isinstance(content, str)
+                    else [b.get("text", "") for b in content or [] if b.get("type") == "text"]
+                )
+                text = "\n".join(b for b in blocks if b)
+                if text and line.get("id"):  # journals before Pi's version 2 have no entry ids
+                    found.append((line["id"], text))
+    return found
+
+
+def known_items(corpus: str, cwd: str, n: int = KNOWN_ITEMS, seed: int = 7) -> list[tuple[str, str]]:
+    """`n` (query, entry id): two words of a message (100-5,000 characters) that 2 to 5% of the project's
+    messages hold, each replaced half the time by another form of it (the same porter stem) that the
+    project holds and the message does not; chosen by `seed`, never the same entry twice."""
+    texts = messages(corpus, cwd)
+    words_of = [{w.lower() for w in WORD.findall(text)} for _id, text in texts]
+    held: dict[str, int] = {}
+    for words in words_of:
+        for w in words:
+            held[w] = held.get(w, 0) + 1
+    by_stem: dict[str, list[str]] = {}
+    rng = random.Random(seed)
+    chosen: list[tuple[str, str]] = []
+    order = [i for i, (_id, text) in enumerate(texts) if 100 <= len(text) <= 5000]
+    rng.shuffle(order)
+    seen: set[str] = set()
+    for i in order:
+        entry_id, words = texts[i][0], words_of[i]
+        fitting = sorted(w for w in words if 2 <= held[w] <= max(2, len(texts) // 20))
+        if len(fitting) < 2 or entry_id in seen:
+            continue
+        query = []
+        for word in rng.sample(fitting, 2):
+            stem = wordforms.stem(word)
+            if stem not in by_stem:
+                by_stem[stem] = sorted(w for w in held if w.startswith(stem[:4]) and wordforms.stem(w) == stem)
+            others = [w for w in by_stem[stem] if w not in words]
+            query.append(rng.choice(others) if others and rng.random() < 0.5 else word)
+        seen.add(entry_id)
+        chosen.append((" ".join(query), entry_id))
+        if len(chosen) == n:
+            break
+    return chosen
+
+
+def mrr(replies: list[dict], targets: list[str]) -> tuple[float, float]:
+    """The targets' mean reciprocal rank among each reply's hits, and the share found at all."""
+    ranks = []
+    for reply, target in zip(replies, targets, strict=True):
+        ids = [hit["id"] for hit in reply["results"]]
+        ranks.append(ids.index(target) + 1 if target in ids else None)
+    return sum(1 / r for r in ranks if r) / len(ranks), sum(bool(r) for r in ranks) / len(ranks)
+
+
 def excerpt_chars(checkout: Path) -> int:
     """The excerpt length the checkout's tool asks for (0: it asks none, the API's default)."""
     source = (checkout / EXTENSION).read_text()
@@ -90,14 +171,15 @@ def excerpt_chars(checkout: Path) -> int:
     return 0
 
 
-def answers(checkout: Path, corpus: str, db: str, cwd: str) -> list[dict]:
+def answers(checkout: Path, corpus: str, db: str, cwd: str, queries: list[str]) -> list[dict]:
     env = dict(os.environ, PYTHONPATH=str(checkout), PI_CODING_AGENT_DIR=str(Path(db).parent / "agent"))
     proc = subprocess.run(
         [sys.executable, "-c", ANSWER, corpus, db, cwd, str(excerpt_chars(checkout))],
-        input=json.dumps(AGENT_QUERIES),
+        input=json.dumps(queries),
         capture_output=True,
         text=True,
         env=env,
+        cwd=str(checkout),  # `python -c` puts the current folder first on sys.path: the checkout's code, not ours
         check=True,
     )
     return json.loads(proc.stdout)
@@ -131,10 +213,14 @@ def largest_project(corpus: str) -> str:
     return json.loads(first.open("rb").readline())["cwd"]
 
 
-def measure(checkout: Path, corpus: str, work: Path, cwd: str) -> dict:
+def measure(checkout: Path, corpus: str, work: Path, cwd: str, known: list[tuple[str, str]], text: bool = True) -> dict:
     db = str(work / "history.sqlite")
     (work / "agent").mkdir(parents=True, exist_ok=True)
-    replies = answers(checkout, corpus, db, cwd)
+    replies = answers(checkout, corpus, db, cwd, [*(AGENT_QUERIES if text else ()), *(q for q, _id in known)])
+    found, share = mrr(replies[len(replies) - len(known) :], [entry_id for _q, entry_id in known])
+    if not text:
+        return {"mrr": found, "found": share}
+    replies = replies[: len(AGENT_QUERIES)]
     texts = tool_texts(checkout, replies, work)
     chars = sorted(len(t) for t in texts)
     hits = [len(r["results"]) for r in replies]
@@ -145,6 +231,8 @@ def measure(checkout: Path, corpus: str, work: Path, cwd: str) -> dict:
         "json": statistics.median(len(json.dumps(r)) for r in replies),
         "hits": statistics.mean(hits),
         "texts": texts,
+        "mrr": found,
+        "found": share,
     }
 
 
@@ -152,21 +240,32 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpus")
     ap.add_argument("--before", default="0aa4fe1", help="the commit to compare with")
+    ap.add_argument(
+        "--mrr-before", default=None, help="another commit whose known-item MRR to show (e.g. before a ranking change)"
+    )
     ap.add_argument("--work", default=None, help="where the indexes go (default: a temporary folder)")
     ap.add_argument("--show", action="store_true", help="print the tool's text for the first query")
     args = ap.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="agent-text-"))
     cwd = largest_project(args.corpus)
-    before_tree = work / "before-checkout"
-    if not before_tree.exists():
-        subprocess.run(
-            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(before_tree), args.before], check=True
-        )
+    known = known_items(args.corpus, cwd)
+    trees = {"before": (work / "before-checkout", args.before)}
+    if args.mrr_before:
+        trees["mrr_before"] = (work / "mrr-before-checkout", args.mrr_before)
+    for tree, rev in trees.values():
+        if not tree.exists():
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev], check=True)
     try:
-        before = measure(before_tree, args.corpus, work / "before", cwd)
-        after = measure(ROOT, args.corpus, work / "after", cwd)
+        before = measure(trees["before"][0], args.corpus, work / "before", cwd, known)
+        mrr_before = (
+            measure(trees["mrr_before"][0], args.corpus, work / "mrr-before", cwd, known, text=False)
+            if args.mrr_before
+            else None
+        )
+        after = measure(ROOT, args.corpus, work / "after", cwd, known)
     finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(before_tree)], check=False)
+        for tree, _rev in trees.values():
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
     if args.show:
         print(before["texts"][0], "\n----\n", after["texts"][0])
     rows = [
@@ -182,11 +281,17 @@ def main() -> int:
     ):
         b, a = before[key], after[key]
         rows.append(f"| {label} | {b:,.0f} | {a:,.0f} | {a / b:.2f} |" if b else f"| {label} | {b} | {a} | |")
+    known_rows = ["| checkout | known-item MRR | found in the 10 hits |", "|---|---|---|"]
+    for name, found in ((args.before, before), (args.mrr_before, mrr_before), ("this", after)):
+        if found is not None:
+            known_rows.append(f"| {name} | {found['mrr']:.3f} | {found['found']:.0%} |")
     table = (
         f"`benchmarks/agent_text.py` on `{os.path.basename(os.path.normpath(args.corpus))}`: "
         f"{len(AGENT_QUERIES)} agent-like queries (`AGENT_QUERIES`), project scope of `{cwd}`, 10 hits a reply, "
         "each through that checkout's API code and its extension's `formatHits`, each checkout with its own index.\n\n"
         + "\n".join(rows)
+        + f"\n\nKnown items: {len(known)} queries of two words from one message of the project, each word in another "
+        "form half the time (`known_items`), the same way:\n\n" + "\n".join(known_rows)
     )
     print(table)
     if not docs_figures.replace_between(*MARKERS, table):

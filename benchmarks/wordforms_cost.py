@@ -1,14 +1,18 @@
 """What word forms cost at query time: search with and without them, interleaved in one run.
 
-    python -m benchmarks.wordforms_cost DB [--corpus DIR] [--before TREE] [--rounds 5]
+    python -m benchmarks.wordforms_cost DB [--corpus DIR] [--against TREE] [--before TREE] [--rounds 5]
 
 DB is an index of the corpus (e.g. `pimem index --db DB --sessions-dir DIR`). Uses
-benchmarks/run.py's query set (project scope, limit 10, needles and common words). In process,
-each query runs with word forms (wordforms.MAX_FORMS as shipped) and without (0), alternately,
-so both see the same load; then again with nothing kept between queries (each word's forms
-and counts asked anew: the first query of a word). With --before (a checkout without word forms, e.g. made by
-`git worktree add /tmp/before main`), two `pimem serve` answer the API, that code and this,
-and each request goes to both in turn. The machine is shared: the ratios matter most.
+benchmarks/run.py's query set (project scope, limit 10, needles and common words) and rare
+forms: words that 1-5 entries hold whose other form many entries hold (issue 28), each searched
+in the project of an entry holding it. In process, each query runs with word forms
+(wordforms.MAX_FORMS as shipped) and without (0: its exact search), alternately, so both see
+the same load, timed in CPU seconds; then again with nothing kept between queries (each word's
+forms and counts asked anew: the first query of a word). With --against (another checkout
+reading the same index, e.g. `git worktree add --detach /tmp/base main`), a process of that
+code and one of this code get each query in turn, each timing its own CPU. With --before
+(a checkout without word forms), two `pimem serve` answer the API, that code and this, and
+each request goes to both in turn. The machine is shared: the ratios matter most.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import contextlib
 import http.client
 import json
 import os
+import random
 import subprocess
 import sys
 import time
@@ -57,11 +62,11 @@ def in_process(bench: run.Bench, db: Path, corpus: Path, rounds: int, cold: bool
         wordforms.MAX_FORMS = forms
         if cold:
             wordforms.forget_kept(conn)
-        t = time.perf_counter()
+        t = time.process_time()
         query.search(conn, loc, q["q"] or None, scope="project", cwd=q["cwd"], limit=10, home=HOME)
-        return time.perf_counter() - t
+        return time.process_time() - t
 
-    qs = bench.queries()
+    qs = bench.queries() + rare_forms(conn)
     for q in qs:  # warm-up, both ways
         timed(q, 0), timed(q, shipped)
     for r in range(rounds):
@@ -79,8 +84,102 @@ def in_process(bench: run.Bench, db: Path, corpus: Path, rounds: int, cold: bool
     }
     for name, g in times.items():
         out[name] = report(f"  {name}", g["before"], g["after"])
+    if "rare_form" in times:  # the rare word with its forms against its common form as written
+        out["rare_vs_common"] = report(
+            "  rare_form with forms vs its common form without",
+            times["common_form"]["before"],
+            times["rare_form"]["after"],
+        )
     conn.close()
     return out
+
+
+RARE_HELD = (1, 5)  # entries holding a rare form as written
+COMMON_OTHER = 1000  # entries holding its most common other form, at least
+
+
+def rare_forms(conn, n: int = 20, seed: int = 7) -> list[dict]:
+    """Up to `n` words that RARE_HELD entries hold whose other form (wordforms.of) COMMON_OTHER or more
+    hold, each with the folder of an entry holding it (its project scope), chosen by `seed`; and
+    that common form, searched in the same folder (group `common_form`)."""
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.wordforms_vocab USING fts5vocab(main, entries_fts, row)")
+    held = dict(conn.execute("SELECT term, doc FROM temp.wordforms_vocab"))
+    words = sorted(w for w, n_ in held.items() if RARE_HELD[0] <= n_ <= RARE_HELD[1] and w.isalpha() and len(w) > 4)
+    random.Random(seed).shuffle(words)
+    found: list[dict] = []
+    for word in words:
+        common = max(wordforms.of(word)[1:], key=lambda f: held.get(f, 0), default=None)
+        if common is None or held.get(common, 0) < COMMON_OTHER:
+            continue
+        cwd = conn.execute(
+            "SELECT f.cwd FROM entries_fts JOIN entries e ON e.rowid = entries_fts.rowid "
+            "JOIN files f ON f.id = e.file_id WHERE entries_fts MATCH ? AND f.cwd IS NOT NULL LIMIT 1",
+            (f'"{word}"',),
+        ).fetchone()
+        if cwd:
+            found.append({"group": "rare_form", "q": word, "cwd": cwd[0]})
+            found.append({"group": "common_form", "q": common, "cwd": cwd[0]})
+        if len(found) == 2 * n:
+            break
+    return found
+
+
+# One process of a checkout's code searching the index: a query (JSON) a line in, its CPU seconds a line out.
+WORKER = """
+import json, sys, time
+from pimem_index import locations, store
+from pimem_index.search import query
+db, corpus, home = sys.argv[1:4]
+conn = store.open_index(db)
+loc = locations.resolve(db=db, sessions_dirs=[corpus])
+for line in sys.stdin:
+    q = json.loads(line)
+    t = time.process_time()
+    reply = query.search(conn, loc, q["q"] or None, scope="project", cwd=q["cwd"], limit=10, home=home)
+    print(json.dumps({"cpu": time.process_time() - t, "hits": len(reply["results"])}), flush=True)
+"""
+
+
+def against(bench: run.Bench, db: Path, corpus: Path, tree: Path, rounds: int) -> dict:
+    """The same queries in a process of `tree`'s code (before) and one of this code (after), in turn
+    (which goes first alternates); each times its search in CPU seconds."""
+    workers = {}
+    for name, code in (("before", tree), ("after", ROOT)):
+        workers[name] = subprocess.Popen(
+            [run.PY, "-c", WORKER, str(db), str(corpus), HOME],
+            cwd=str(code),
+            env=dict(os.environ, PYTHONPATH=str(code), PI_CODING_AGENT_DIR=str(bench.work)),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def timed(name: str, q: dict) -> float:
+        proc = workers[name]
+        assert proc.stdin and proc.stdout
+        proc.stdin.write(json.dumps(q) + "\n")
+        proc.stdin.flush()
+        return float(json.loads(proc.stdout.readline())["cpu"])
+
+    conn = store.open_index(str(db))
+    qs = bench.queries() + rare_forms(conn)
+    conn.close()
+    times: dict[str, dict[str, list[float]]] = {}
+    try:
+        for q in qs:  # warm-up
+            timed("before", q), timed("after", q)
+        for r in range(rounds):
+            for i, q in enumerate(qs):
+                group = times.setdefault(q["group"], {"before": [], "after": []})
+                for name in ("before", "after") if (i + r) % 2 else ("after", "before"):
+                    group[name].append(timed(name, q))
+    finally:
+        for proc in workers.values():
+            assert proc.stdin
+            proc.stdin.close()
+            proc.wait(timeout=60)
+    print(f"against {tree}:")
+    return {name: report(f"  {name}", g["before"], g["after"]) for name, g in times.items()}
 
 
 def serve(bench: run.Bench, tree: Path, db: Path, port: int, name: str):
@@ -128,6 +227,7 @@ def main() -> int:
     ap.add_argument("db")
     ap.add_argument("--corpus", default=str(HERE / "corpus" / "500MB-s1"))
     ap.add_argument("--before", default=None, help="a checkout without word forms: compare the API with it")
+    ap.add_argument("--against", default=None, help="another checkout reading the same index: compare search CPU")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--work", default=None)
     ap.add_argument("--no-docs", action="store_true", help="do not write the figures into docs/performance.md")
@@ -141,6 +241,9 @@ def main() -> int:
         "in_process": in_process(bench, Path(args.db), bench.corpus, args.rounds, cold=False),
         "in_process_nothing_kept": in_process(bench, Path(args.db), bench.corpus, args.rounds, cold=True),
     }
+    if args.against:
+        result["against"] = against(bench, Path(args.db), bench.corpus, Path(args.against).resolve(), args.rounds)
+        result["against"]["tree"] = git_describe(Path(args.against))
     if args.before:
         result["api"] = api(bench, Path(args.db), Path(args.before).resolve(), args.rounds)
     print(json.dumps(result))
@@ -154,10 +257,24 @@ DOCS_END = "<!-- end of word-form cost -->"
 ROWS: tuple[tuple[str, str | None, str], ...] = (
     ("in_process", "needle", "search, rare words (needles)"),
     ("in_process", "common", "search, common words"),
+    ("in_process", "rare_form", "search, a rare word whose other form is common"),
+    ("in_process", "rare_vs_common", 'the same, against its common form as written ("without": that search)'),
     ("in_process_nothing_kept", "needle", "search, nothing kept: rare words"),
     ("in_process_nothing_kept", "common", "search, nothing kept: common words"),
+    ("in_process_nothing_kept", "rare_form", "search, nothing kept: a rare word whose other form is common"),
     ("api", None, "HTTP API search, against the code before word forms"),
 )
+AGAINST_ROWS: tuple[tuple[str, str], ...] = (
+    ("needle", "rare words (needles)"),
+    ("common", "common words"),
+    ("rare_form", "a rare word whose other form is common"),
+)
+
+
+def git_describe(tree: Path) -> str:
+    """The checkout's short commit id (or its path when it is not a git checkout)."""
+    out = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return out.stdout.strip() or str(tree)
 
 
 def docs_table(result: dict, rounds: int) -> str:
@@ -166,7 +283,7 @@ def docs_table(result: dict, rounds: int) -> str:
         f"`benchmarks/wordforms_cost.py`, {rounds} rounds interleaved, load at the end "
         f"{[round(x, 2) for x in os.getloadavg()]}:",
         "",
-        "| measured | without forms p50 / p95 | with forms p50 / p95 | ratio p50 / p95 |",
+        "| measured (CPU, in process) | without forms p50 / p95 | with forms p50 / p95 | ratio p50 / p95 |",
         "|---|---|---|---|",
     ]
     for part, group, title in ROWS:
@@ -178,6 +295,22 @@ def docs_table(result: dict, rounds: int) -> str:
                 f"| {title} | {b['p50']} / {b['p95']} ms | {a['p50']} / {a['p95']} ms | "
                 f"{r.get('p50', '-')} / {r.get('p95', '-')} |"
             )
+    found = result.get("against")
+    if found:
+        lines += [
+            "",
+            f"Against `{found['tree']}` (its code and this, one process each, the same index, CPU per search):",
+            "",
+            f"| search, project scope | {found['tree']} p50 / p95 | this p50 / p95 | ratio p50 / p95 |",
+            "|---|---|---|---|",
+        ]
+        for group, title in AGAINST_ROWS:
+            if group in found:
+                b, a, r = found[group]["before"], found[group]["after"], found[group]["ratio"]
+                lines.append(
+                    f"| {title} | {b['p50']} / {b['p95']} ms | {a['p50']} / {a['p95']} ms | "
+                    f"{r.get('p50', '-')} / {r.get('p95', '-')} |"
+                )
     return "\n".join(lines)
 
 

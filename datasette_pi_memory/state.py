@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
 import os
 import threading
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from datasette_pi_memory.api import route_list
+from datasette_pi_memory.kept import Recent
 from pimem_index import IndexMemo, Locations, UserError, checked_setting, db, refreshed, resolve, store
 
 if TYPE_CHECKING:
@@ -152,6 +154,8 @@ class PiMemory:
         self._opened = store.file_id(self.locations.db_path)  # the index file the connections are on
         self._generation = 0  # bumped when that file was deleted or replaced: reopen
         self.memo = IndexMemo()  # what is kept for that index, shared by every thread's connection
+        self.tokens = Recent()  # token -> actor, for a few seconds (tokens.IndexSecretTokens)
+        self._permissions = Recent()  # actor -> whether it holds pi-memory-read, for a few seconds
 
     @property
     def locations(self) -> Locations:
@@ -221,6 +225,16 @@ class PiMemory:
 
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(executor, functools.partial(call))
+
+    async def allowed(self, datasette, actor: dict | None) -> bool:
+        """Whether the actor holds pi-memory-read, as Datasette decides it (every plugin's rules, a token's
+        restrictions: all in the actor), kept a few seconds (kept.SECONDS): it was most of a request's overhead."""
+        key = json.dumps(actor, sort_keys=True, default=str)
+        found = self._permissions.get(key)
+        if found is None:
+            found = bool(await datasette.allowed(action=ACTION, actor=actor))
+            self._permissions.put(key, found)
+        return found
 
     def max_scope_for(self, actor: dict | None) -> str:
         """The widest scope this actor may ask for: root global, the agent and others as configured."""

@@ -8,9 +8,13 @@ A token it cannot verify is left to Datasette's handler, so the instance's own t
 
 from __future__ import annotations
 
+import os
+import time
+
 import itsdangerous
 from datasette.tokens import SignedTokenHandler, TokenHandler
 
+from datasette_pi_memory.kept import SECONDS
 from datasette_pi_memory.state import logger, state
 from pimem_index import UserError, refuse_planted
 
@@ -60,7 +64,23 @@ class IndexSecretTokens(TokenHandler):
         )
 
     async def verify_token(self, datasette, token: str) -> dict | None:
-        secret = index_secret(datasette) if token.startswith(PREFIX) else None
+        """The token's actor when the pi-memory secret signed it. Kept a few seconds (kept.SECONDS, never past
+        the token's expiry) for the secret file as it is now: a new secret (a revoked token) is seen at once."""
+        if not token.startswith(PREFIX):
+            return None
+        memory = state(datasette)
+        key = (token, _secret_identity(memory))
+        kept = memory.tokens.get(key, _UNKNOWN)
+        if kept is not _UNKNOWN:
+            return dict(kept) if kept is not None else None
+        actor = await self._verify(datasette, token)
+        expires = (actor or {}).get("token_expires")
+        seconds = min(SECONDS, expires - time.time()) if isinstance(expires, int | float) else SECONDS
+        memory.tokens.put(key, dict(actor) if actor is not None else None, seconds)
+        return actor
+
+    async def _verify(self, datasette, token: str) -> dict | None:
+        secret = index_secret(datasette)
         if secret is None:
             return None
         try:
@@ -68,3 +88,15 @@ class IndexSecretTokens(TokenHandler):
         except itsdangerous.BadSignature:
             return None  # not ours: Datasette's own handler decides
         return await SignedTokenHandler().verify_token(_SignedWith(datasette, secret), token)
+
+
+_UNKNOWN = object()
+
+
+def _secret_identity(memory) -> tuple | None:
+    """What changes when the secret file is replaced, rewritten or its owner or mode changes (one stat)."""
+    try:
+        st = os.stat(os.path.join(memory.locations.memory_dir, SECRET_FILE))
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_uid)

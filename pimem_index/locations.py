@@ -97,6 +97,10 @@ class Locations:
     recorded_dirs: tuple[Path, ...] = field(default=())
     given_dirs: tuple[Path, ...] = field(default=())
     env_dirs: tuple[Path, ...] = field(default=())
+    # Folders' real paths as `contains` resolved them: {folder: (when, real path or None)}.
+    _real_folders: dict[str, tuple[float, str | None]] = field(
+        default_factory=dict, init=False, compare=False, hash=False, repr=False
+    )
 
     @property
     def memory_dir(self) -> Path:
@@ -132,37 +136,57 @@ class Locations:
         return path
 
     def contains(self, journal: Path | str) -> bool:
-        """True when the path lies inside one of the journal folders (after resolving links). The journal's
-        links are resolved on every call; each folder's, at most every REAL_FOLDER_SECONDS (every reread
-        asks, and resolving the folders took most of the check's time)."""
-        try:
-            real = os.path.realpath(journal)
-        except (OSError, ValueError):
+        """True when the path lies inside one of the journal folders (after resolving links).
+
+        Every reread asks, so the real paths of folders (the journal's own, and each journal folder) are
+        reused for at most REAL_FOLDER_SECONDS; the journal itself is looked at on every call (one lstat:
+        a link is resolved anew), so a journal replaced by a link out of the folders is never read."""
+        real = self._real_journal(os.fspath(journal))
+        if real is None:
             return False
         for root in self.sessions_dirs:
-            folder = _real_folder(root)
+            folder = self._real_folder(str(root))
             if folder is not None and (real == folder or real.startswith(folder.rstrip(os.sep) + os.sep)):
                 return True
         return False
 
+    def _real_journal(self, path: str) -> str | None:
+        """The path with its links resolved: its folder's real path (kept a while) and its own name, unless
+        the name is a link; None when it cannot be resolved."""
+        try:
+            folder, name = os.path.split(path)
+            if not os.path.isabs(path) or name in ("", ".", ".."):
+                return os.path.realpath(path)
+            try:
+                if stat.S_ISLNK(os.lstat(path).st_mode):
+                    return os.path.realpath(path)
+            except FileNotFoundError:
+                pass  # where it would be, as realpath says
+            real_folder = self._real_folder(folder)
+            return None if real_folder is None else os.path.join(real_folder, name)
+        except (OSError, ValueError):
+            return None
 
-#: How long a journal folder's resolved path is reused: a folder moved or relinked is seen within this.
+    def _real_folder(self, folder: str) -> str | None:
+        """The folder's path with its links resolved, kept REAL_FOLDER_SECONDS; None when unresolvable."""
+        now = time.monotonic()
+        known = self._real_folders.get(folder)
+        if known is not None and now - known[0] < REAL_FOLDER_SECONDS:
+            return known[1]
+        try:
+            real: str | None = os.path.realpath(folder)
+        except (OSError, ValueError):
+            real = None
+        if len(self._real_folders) >= REAL_FOLDERS_KEPT:
+            self._real_folders.clear()
+        self._real_folders[folder] = (now, real)
+        return real
+
+
+#: How long a folder's resolved path is reused: a folder moved or relinked is seen within this.
 REAL_FOLDER_SECONDS = 2.0
-_real_folders: dict[Path, tuple[float, str | None]] = {}
-
-
-def _real_folder(folder: Path) -> str | None:
-    """The folder's path with its links resolved, from a cache of REAL_FOLDER_SECONDS; None when unresolvable."""
-    now = time.monotonic()
-    known = _real_folders.get(folder)
-    if known is not None and now - known[0] < REAL_FOLDER_SECONDS:
-        return known[1]
-    try:
-        real: str | None = os.path.realpath(folder)
-    except (OSError, ValueError):
-        real = None
-    _real_folders[folder] = (now, real)
-    return real
+#: Folders whose real paths are kept at most (journal folders and the project folders of their journals).
+REAL_FOLDERS_KEPT = 4096
 
 
 def folder_path(value: str | Path) -> Path:

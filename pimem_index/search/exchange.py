@@ -9,6 +9,8 @@ each a short labelled block, so an agent reads a whole exchange in one call.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from pimem_index import db, journal
 from pimem_index.locations import Locations
 from pimem_index.redaction import redact
@@ -71,10 +73,20 @@ def _outcome_of_call(conn, locations: Locations, row: EntryRow) -> dict:
     return {"outcome": outcome(found[1], code), "result": first_line(entry.text)}
 
 
+# The assistant entries before a tool result where its call is looked for first (through tool_calls_entry):
+# a call comes shortly before its result. Only past them is every call scanned (no index on result_rowid).
+CALL_LOOKBACK = 16
+
+
 def _call_of_result(conn, locations: Locations, row: EntryRow) -> dict:
+    columns = "entry_rowid, call_id, tool FROM tool_calls"
     found = conn.execute(
-        "SELECT entry_rowid, call_id, tool FROM tool_calls WHERE result_rowid = ? ORDER BY rowid LIMIT 1", (row.rowid,)
+        f"SELECT {columns} WHERE entry_rowid IN (SELECT rowid FROM entries WHERE file_id = ? AND offset < ? "
+        "AND kind = 'assistant' ORDER BY offset DESC LIMIT ?) AND result_rowid = ? ORDER BY rowid LIMIT 1",
+        (row.file_id, row.offset, CALL_LOOKBACK, row.rowid),
     ).fetchone()
+    if found is None:
+        found = conn.execute(f"SELECT {columns} WHERE result_rowid = ? ORDER BY rowid LIMIT 1", (row.rowid,)).fetchone()
     if found is None:
         return {}
     calls = select_entries(conn, "e.rowid = ?", [found[0]])
@@ -111,29 +123,16 @@ FILE_ENTRIES = "SELECT rowid, id, parent_id, offset, length FROM entries WHERE f
 
 def around(conn: db.Connection, locations: Locations, row: EntryRow, n: int) -> list[dict]:
     """The `n` entries before `row` on its branch and the `n` after (first children), in order, each
-    with its keys, its call keys and `text`: its redacted text without labels, cut to AROUND_CHARS."""
+    with its keys, its call keys and `text`: its redacted text without labels, cut to AROUND_CHARS.
+
+    The branch is walked in a window of the journal's entries around `row` (and the settings and labels
+    between them); only a walk that leaves the window reads the whole journal's tree (`_whole_tree`)."""
     if n <= 0:
         return []
-    refs = conn.execute(FILE_ENTRIES, (row.file_id,)).fetchall()
-    parent: dict[str, str | None] = {r[1]: r[2] for r in refs}
-    rowids = {r[1]: r[0] for r in refs}
-    if any(p is not None and p not in parent for p in parent.values()):
-        _add_nodes(conn, locations, row.file_id, refs, parent)
-    children: dict[str | None, list[str]] = {}
-    for child, up in parent.items():
-        children.setdefault(up, []).append(child)
-    before: list[int] = []
-    at = parent.get(row.id)
-    while at is not None and len(before) < n:
-        if at in rowids:
-            before.append(rowids[at])
-        at = parent.get(at)
-    after: list[int] = []
-    at = row.id
-    while len(after) < n and children.get(at):
-        at = children[at][0]
-        if at in rowids:
-            after.append(rowids[at])
+    walked = _walk(_window_tree(conn, locations, row, n), row.id, n)
+    if walked is None:
+        walked = _walk(_whole_tree(conn, locations, row.file_id), row.id, n)
+    before, after = walked or ([], [])
     wanted = [*reversed(before), *after]
     if not wanted:
         return []
@@ -146,20 +145,111 @@ def around(conn: db.Connection, locations: Locations, row: EntryRow, n: int) -> 
     ]
 
 
-def _add_nodes(conn, locations: Locations, file_id: int, refs: list, parent: dict) -> None:
-    """The tree's lines that are not entries (settings, labels), read from the journal, into `parent`."""
+class _Tree(NamedTuple):
+    """Part of a journal's tree: each id's parent, the rowids of the entries among them, each id's children
+    (entries first, in journal order, then the other nodes), and whether it reaches the journal's start
+    and end (whole: the journal's whole tree)."""
+
+    parent: dict[str, str | None]
+    rowids: dict[str, int]
+    children: dict[str | None, list[str]]
+    reaches_start: bool
+    reaches_end: bool
+
+
+# Entries on each side of an entry read for its window, besides a few per entry asked around it.
+WINDOW_ENTRIES = 32
+
+
+def _window_tree(conn, locations: Locations, row: EntryRow, n: int) -> _Tree:
+    """The tree of the entries within a window around `row` in its journal, and the nodes between them."""
+    k = WINDOW_ENTRIES + 4 * n
+    columns = "rowid, id, parent_id, offset, length"
+    earlier = conn.execute(
+        f"SELECT {columns} FROM entries WHERE file_id = ? AND offset < ? ORDER BY offset DESC LIMIT ?",
+        (row.file_id, row.offset, k + 1),
+    ).fetchall()
+    later = conn.execute(
+        f"SELECT {columns} FROM entries WHERE file_id = ? AND offset >= ? ORDER BY offset LIMIT ?",
+        (row.file_id, row.offset, k + 1),
+    ).fetchall()
+    reaches_start, reaches_end = len(earlier) <= k, len(later) <= k
+    refs = [*reversed(earlier[:k]), *later[:k]]
+    return _tree(conn, locations, row.file_id, refs, reaches_start, reaches_end)
+
+
+def _whole_tree(conn, locations: Locations, file_id: int) -> _Tree:
+    refs = conn.execute(FILE_ENTRIES, (file_id,)).fetchall()
+    return _tree(conn, locations, file_id, refs, True, True)
+
+
+def _tree(conn, locations: Locations, file_id: int, refs: list, reaches_start: bool, reaches_end: bool) -> _Tree:
+    """The tree of these consecutive entries (rowid, id, parent_id, offset, length) of a journal, with the
+    nodes read from the lines between them when some parent is not among the entries; each id's children
+    in journal order."""
+    parent: dict[str, str | None] = {r[1]: r[2] for r in refs}
+    rowids = {r[1]: r[0] for r in refs}
+    nodes: dict[int, list[tuple[str, str | None]]] = {}  # the nodes before refs[i], by i
+    if any(p is not None and p not in parent for p in parent.values()):
+        nodes = _nodes(conn, locations, file_id, refs, reaches_start, reaches_end)
+    children: dict[str | None, list[str]] = {}
+    for i in range(len(refs) + 1):
+        for node_id, up in nodes.get(i, ()):
+            if node_id not in parent:  # an entry's id is the entry's
+                parent[node_id] = up
+                children.setdefault(up, []).append(node_id)
+        if i < len(refs) and rowids[refs[i][1]] == refs[i][0]:
+            children.setdefault(refs[i][2], []).append(refs[i][1])
+    return _Tree(parent, rowids, children, reaches_start, reaches_end)
+
+
+def _walk(tree: _Tree, entry_id: str, n: int) -> tuple[list[int], list[int]] | None:
+    """The rowids of the `n` entries before the entry (parents up) and the `n` after (first children
+    down); None when the walk leaves a window that does not reach the journal's start or end."""
+    before: list[int] = []
+    at = tree.parent.get(entry_id)
+    while at is not None and len(before) < n:
+        if at not in tree.parent and not tree.reaches_start:
+            return None  # an ancestor before the window
+        if at in tree.rowids:
+            before.append(tree.rowids[at])
+        at = tree.parent.get(at)
+    after: list[int] = []
+    at = entry_id
+    while len(after) < n:
+        below = tree.children.get(at)
+        if not below:
+            if not tree.reaches_end:
+                return None  # a child may come after the window
+            break
+        at = below[0]
+        if at in tree.rowids:
+            after.append(tree.rowids[at])
+    return before, after
+
+
+def _nodes(
+    conn, locations: Locations, file_id: int, refs: list, reaches_start: bool, reaches_end: bool
+) -> dict[int, list[tuple[str, str | None]]]:
+    """(id, parent id) of the tree's lines that are not entries (settings, labels) before each of these
+    entries, by its place in `refs` (and after the last, at len(refs), when they reach the journal's end;
+    before the first when they reach its start), read from the journal."""
     head = conn.execute(f"SELECT {JOURNAL_HEAD_COLUMNS} FROM files WHERE id = ?", (file_id,)).fetchone()
-    if head is None:
-        return
+    if head is None or not refs:
+        return {}
     jf = JournalHead._make(head)
     gaps, start = [], 0
     for i, (_rowid, _id, _parent, offset, length) in enumerate(refs):
-        gaps.append((i, start, offset))
+        if i or reaches_start:
+            gaps.append((i, start, offset))
         start = offset + length + 1
-    gaps.append((len(refs), start, jf.cursor))
-    for _key, node in nodes_between(locations, jf, gaps):
-        if node.id and node.id not in parent:
-            parent[node.id] = node.parent_id
+    if reaches_end:
+        gaps.append((len(refs), start, jf.cursor))
+    found: dict[int, list[tuple[str, str | None]]] = {}
+    for key, node in nodes_between(locations, jf, gaps):
+        if node.id:
+            found.setdefault(key, []).append((node.id, node.parent_id))
+    return found
 
 
 def _around_entry(conn, locations: Locations, row: EntryRow) -> dict:

@@ -184,8 +184,8 @@ def _search(conn: db.Connection, locations: Locations, request: SearchRequest) -
         exact = request.written  # parts of identifiers, found when the request was parsed
         match, found = _candidates(conn, terms, sc, where, params, needed, exact)
         more = _page_of_ranked(conn, locations, request, sc, _ordered(found.ranked, time.time()), reply)
-        if not more and len(reply["results"]) < limit and found.forms_skipped:
-            # Folding left the page short of what the words as written promised: look at other forms too.
+        if not more and len(reply["results"]) < limit and found.forms_cut:
+            # Folding left the page short of what the candidates promised: look at more of the other forms.
             match, found = _candidates(conn, terms, sc, where, params, CANDIDATES, exact)
             more = _page_of_ranked(conn, locations, request, sc, _ordered(found.ranked, time.time()), reply)
         reply["match"] = match
@@ -343,10 +343,10 @@ class CollectionStats:
 
 class Matches(NamedTuple):
     """A query's candidates, best first by one score (`_matches`), and whether entries matching only
-    through other forms of the words were left out because they could not reach the page asked for."""
+    through other forms of the words were left out or cut to the page asked for (more may be asked)."""
 
     ranked: list[tuple[EntryRow, float]]
-    forms_skipped: bool
+    forms_cut: bool
 
 
 class Word(NamedTuple):
@@ -377,7 +377,7 @@ def _matches(
     WRITTEN_BONUS more (a weight, not a tier: a much shorter entry holding the words in other forms
     can pass a long one holding them as written). The words in `exact` (parts of identifiers) match
     only as written. Other forms are not asked for when no entry holding them could score above the
-    `needed`th match of the words as written."""
+    `needed`th match of the words as written, and then only their best few pages (`_ranked_forms`)."""
     count, _average = _collection_stats(conn)
     words = _words(conn, terms, count, exact)
     written = _ranked(conn, terms, op, scope, where, params, [w.weight for w in words])
@@ -388,9 +388,10 @@ def _matches(
     reach = min(needed, CANDIDATES)
     if len(written) >= reach and written[reach - 1][1] >= _forms_best(words, op):
         return Matches(written, True)
-    others = _ranked_forms(conn, words, op, scope, where, params, CANDIDATES)
+    wanted = min(reach * FORMS_HEADROOM, CANDIDATES)
+    others = _ranked_forms(conn, words, op, scope, where, params, wanted)
     merged = sorted(written + others, key=lambda m: (-m[1], -m[0].rowid))
-    return Matches(merged[:CANDIDATES], False)
+    return Matches(merged[:CANDIDATES], wanted < CANDIDATES and len(others) == wanted)
 
 
 # What an entry holding every query word as written scores more than one holding some in other forms.
@@ -420,8 +421,7 @@ def _candidates(
 
 def _ordered(ranked: list[tuple[EntryRow, float]], now: float) -> list[tuple[float, EntryRow]]:
     """(reranked score, row), best first by `_rerank`."""
-    reranked = sorted(((_rerank(row, score, now), row) for row, score in ranked), key=lambda t: (-t[0], -t[1].rowid))
-    return reranked
+    return sorted(((_rerank(row, score, now), row) for row, score in ranked), key=lambda t: (-t[0], -t[1].rowid))
 
 
 def _ranked(
@@ -455,6 +455,11 @@ def _ranked(
     return [(EntryRow._make(row[:-1]), row[-1]) for row in rows]
 
 
+# Entries matching only through other forms that are scored, at most: the newest (FTS5 reads them in
+# rowid order and stops). benchmarks/ranking.py on 500 MB gives the same MRR from 400 to every entry.
+FORMS_SCANNED = 500
+# Entries matching only through other forms taken per entry the page needs: room for repeats folded away.
+FORMS_HEADROOM = 4
 _HOLDS = "e.rowid IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?)"
 
 
@@ -462,7 +467,9 @@ def _ranked_forms(
     conn, words: list[Word], op: str, scope: Scope, where: str, params: list, limit: int
 ) -> list[tuple[EntryRow, float]]:
     """Up to `limit` entries matching the words only through other forms, best first: scored as
-    `_ranked`, over the words an entry holds in any form (`_words`)."""
+    `_ranked`, over the words an entry holds in any form (`_words`), among the newest FORMS_SCANNED
+    of them in the scope (a rare word's common other form costs a bounded read, not every entry
+    holding it: issue 28)."""
     _count, average = _collection_stats(conn)
     groups = [w.forms for w in words]
     expression = wordforms.others_only(groups, op)
@@ -476,9 +483,10 @@ def _ranked_forms(
         held_params.extend(values)
     score = f"({' + '.join(held_sql)}) * {BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * e.chars / ?))"
     rows = conn.execute(
-        f"SELECT {ENTRY_COLUMNS}, {score} AS score FROM entries_fts "
+        f"SELECT * FROM (SELECT {ENTRY_COLUMNS}, {score} AS score FROM entries_fts "
         "JOIN entries e ON e.rowid = entries_fts.rowid JOIN files f ON f.id = e.file_id "
-        f"WHERE entries_fts MATCH ? AND {where} ORDER BY score DESC, e.rowid DESC LIMIT {int(limit)}",
+        f"WHERE entries_fts MATCH ? AND {where} ORDER BY entries_fts.rowid DESC LIMIT {FORMS_SCANNED}) "
+        f"ORDER BY score DESC, rowid DESC LIMIT {int(limit)}",
         [*held_params, max(average, 1.0), _in_scope(expression, scope), *params],
     )
     return [(EntryRow._make(row[:-1]), row[-1]) for row in rows]

@@ -329,7 +329,7 @@ def nodes_between(
     """(key, node) for each line that is not an entry (a setting, a label, extension state) in each
     (key, start, end) byte range of a journal, unredacted. Nothing outside the journal folders or past
     the indexed bytes is read, and nothing at all once the journal's first line is not the indexed one."""
-    if not locations.contains(Path(jf.path)):
+    if not locations.contains(jf.path):
         return
     try:
         with open(jf.path, "rb") as fh:

@@ -15,6 +15,7 @@ from pimem_index import db
 from pimem_index.locations import Locations
 from pimem_index.replies import SessionInfo
 from pimem_index.search import forks, session_ids
+from pimem_index.search.per_state import kept
 from pimem_index.search.reread import redacted_head, reread, select_entries
 
 TITLE_CHARS = 120
@@ -65,7 +66,12 @@ def sessions_map(
 
 
 def first_message(conn: db.Connection, locations: Locations, session_id: str) -> str | None:
-    """The session's first user message, reread, redacted and on one line (cut to TITLE_CHARS)."""
+    """The session's first user message, reread, redacted and on one line (cut to TITLE_CHARS); kept while
+    the index stays as it is (per_state), as every reply naming the session shows it."""
+    return kept(conn, ("first message", session_id), lambda: _first_message(conn, locations, session_id))
+
+
+def _first_message(conn: db.Connection, locations: Locations, session_id: str) -> str | None:
     first = select_entries(
         conn, "f.session_id = ? AND e.kind = 'user' ORDER BY f.started, f.id, e.line LIMIT 1", (session_id,)
     )

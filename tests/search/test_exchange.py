@@ -57,6 +57,25 @@ def test_a_results_hit_carries_its_call(world):
         assert not {"call", "outcome", "result"} & hit.keys()
 
 
+def test_a_results_hit_carries_its_call_even_when_the_call_was_indexed_long_before(conn, locations, new_journal, home):
+    j = new_journal("Apps/prjct")
+    j.assistant(tool_calls=[("bash", {"command": "make far-zebra"})])
+    far_call = j.call_ids[0]
+    index_all(conn, locations)  # the call is indexed; the session goes on while others are written
+    other = new_journal("Apps/other")
+    for n in range(120):
+        other.user(f"note {n}")
+    index_all(conn, locations)
+    far = j.tool_result("bash", "zebra built", call_id=far_call)
+    j.assistant(tool_calls=[("bash", {"command": "make near-zebra"})])
+    near = j.tool_result("bash", "zebra tested", call_id=j.call_ids[0])
+    index_all(conn, locations)
+    reply = query.search(conn, locations, "zebra", cwd=str(home / "Apps/prjct"), kinds=["tool_result"])
+    hits = {h["id"]: h for h in reply["results"]}
+    assert hits[far]["call"] == "bash: make far-zebra"
+    assert hits[near]["call"] == "bash: make near-zebra"  # the near result is not given another call
+
+
 def test_a_user_bash_run_carries_its_exit_code(world):
     hits = search(world, "", "bash")
     outcomes = {hit["outcome"] for hit in hits}
@@ -119,3 +138,60 @@ def test_the_cli_search_shows_how_a_call_ended_and_which_call_a_result_answers(w
     assert "outcome: error — Could not find the exact text in src/app.py" in out
     results = CliRunner().invoke(cli, ["search", "ENOENT", "--scope", "global"], catch_exceptions=False).output
     assert "call: read: missing.txt" in results and "outcome:" not in results
+
+
+def _around_ids(conn, locations, entry_id: str, n: int) -> list[tuple[str, str]]:
+    read = query.read(conn, locations, entry_id, scope="global", around=n)
+    return [(a["side"], a["id"]) for a in read["around"]]
+
+
+def test_around_an_entry_whose_branch_starts_far_back_in_the_journal_walks_that_branch(conn, locations, new_journal):
+    j = new_journal()
+    asked = j.user("where is the heron config")
+    answered = j.assistant("in heron.toml")
+    setting = j.model_change()  # the branch hangs from this line, which is not an entry
+    main_line = []
+    for turn in range(60):  # far more entries than read's window around an entry holds
+        main_line += [j.user(f"turn {turn}"), j.assistant(f"reply {turn}")]
+    j.branch_from(setting)
+    retried = j.user("and the heron logs?")
+    reply = j.assistant("in /var/log/heron")
+    index_all(conn, locations)
+    shown = _around_ids(conn, locations, retried, 2)
+    assert shown == [("before", asked), ("before", answered), ("after", reply)]
+    assert not {i for _side, i in shown} & set(main_line)
+
+
+def test_around_follows_the_conversation_written_first_past_a_setting_line(conn, locations, new_journal):
+    j = new_journal()
+    j.user("rename the heron module")
+    answer = j.assistant("renamed")
+    j.model_change()  # the conversation goes on under this line
+    went_on = j.user("now the tests")
+    j.assistant("done")
+    j.branch_from(answer)  # a later retry straight from the answer
+    retry = j.user("undo that")
+    index_all(conn, locations)
+    shown = _around_ids(conn, locations, answer, 1)
+    assert ("after", went_on) in shown
+    assert ("after", retry) not in shown
+
+
+def test_a_results_call_is_found_however_many_assistant_turns_came_between(conn, locations, new_journal, home):
+    j = new_journal()
+    j.assistant(tool_calls=[("bash", {"command": "make slow-heron-build"})])
+    call_id = j.call_ids[0]
+    for turn in range(25):  # more than the assistant entries a result's call is first looked for in
+        j.assistant(f"still waiting {turn}")
+    j.tool_result("bash", "heron built after a long wait", call_id=call_id)
+    j.assistant(tool_calls=[("bash", {"command": "make quick-heron-check"})])
+    j.tool_result("bash", "heron checked quickly", call_id=j.call_ids[0])
+    index_all(conn, locations)
+    hits = {
+        h["excerpt"]: h
+        for h in query.search(conn, locations, "heron", cwd=str(home / "Apps/prjct"), kinds=["tool_result"])["results"]
+    }
+    [slow] = [h for e, h in hits.items() if "long wait" in e]
+    [quick] = [h for e, h in hits.items() if "quickly" in e]
+    assert slow["call"] == "bash: make slow-heron-build"
+    assert quick["call"] == "bash: make quick-heron-check" and quick["call"] != slow["call"]

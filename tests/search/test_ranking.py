@@ -88,3 +88,19 @@ def test_an_identifier_matches_exactly_and_its_entry_is_first(ranking_world):
     assert not set(found) & set(ids["identifier_forms"])  # `parsed args` is not parse_args
     # the same words, not written as an identifier, find the other forms (shorter and newer: first)
     assert set(ids["identifier_forms"]) <= set(search("parse args"))
+
+
+def test_other_forms_are_scored_among_their_newest_matches_in_the_scope(agent_dir, new_journal, home, monkeypatch):
+    """A rare word whose other form is common costs a bounded read (issue 28): of the entries holding only
+    other forms, the newest FORMS_SCANNED in the scope are scored, however many hold them."""
+    monkeypatch.setattr(query, "FORMS_SCANNED", 5)
+    j = new_journal("Apps/prjct")
+    oldest = j.user("deploys")  # the shortest: the best score, were every entry scored
+    exact_old = j.user("the deploy checklist, written down once and for all, before any of the releases below")
+    newer = [j.user(f"the deploys of week {n} went out without a hitch") for n in range(8)]
+    assert CliRunner().invoke(cli, ["index"]).exit_code == 0
+    result = CliRunner().invoke(cli, ["search", "deploy", "--cwd", str(home / "Apps/prjct"), "--json", "--limit", "20"])
+    found = hit_ids(json.loads(result.output))
+    assert set(newer[-5:]) <= set(found)
+    assert oldest not in found and not set(newer[:3]) & set(found)
+    assert exact_old in found  # the words as written are all read, old or not
