@@ -7,16 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-import pytest_asyncio
-from support.plugin_world import ROOT, api_path, bearer, make_datasette, running
+from support.plugin_world import ROOT, api_path, bearer, make_datasette
 
 from datasette_pi_memory.state import ACTION
-
-
-@pytest_asyncio.fixture
-async def ds(locations, world):
-    async with running(make_datasette(locations)) as datasette:
-        yield datasette
 
 
 @pytest.mark.asyncio

@@ -5,16 +5,9 @@
 from __future__ import annotations
 
 import pytest
-import pytest_asyncio
-from support.plugin_world import HERON, api_path, bearer, make_datasette, running
+from support.plugin_world import HERON, api_path, bearer
 
 API = ("search", "read", "summaries", "status")
-
-
-@pytest_asyncio.fixture
-async def ds(locations, world):
-    async with running(make_datasette(locations)) as datasette:
-        yield datasette
 
 
 @pytest.mark.asyncio

@@ -8,19 +8,12 @@ import os
 import sqlite3
 
 import pytest
-import pytest_asyncio
 from datasette_test import Datasette
 from support.faults import put_in_place_of_index
-from support.plugin_world import ROOT, api_path, make_datasette, running
+from support.plugin_world import ROOT, api_path
 
 from datasette_pi_memory.state import PLUGIN, WORKER_THREADS
 from pimem_index.index.indexer import index_all
-
-
-@pytest_asyncio.fixture
-async def ds(locations, world):
-    async with running(make_datasette(locations)) as datasette:
-        yield datasette
 
 
 async def _ids(ds, world, q: str) -> list[str]:

@@ -8,17 +8,10 @@ import asyncio
 import os
 
 import pytest
-import pytest_asyncio
 from support.pijournal import Journal
-from support.plugin_world import api_path, bearer, make_datasette, running
+from support.plugin_world import api_path, bearer
 
 CANARY = "CANARY-7f3e9b-outside-the-journal-folders"
-
-
-@pytest_asyncio.fixture
-async def ds(locations, world):
-    async with running(make_datasette(locations)) as datasette:
-        yield datasette
 
 
 @pytest.mark.asyncio

@@ -5,17 +5,9 @@ remote image is a link, never an image.
 from __future__ import annotations
 
 import pytest
-import pytest_asyncio
 from support.plugin_world import ROOT, api_path, make_datasette, running
 
 from pimem_index.index.indexer import index_all
-
-
-@pytest_asyncio.fixture
-async def ds(locations, world):
-    async with running(make_datasette(locations)) as datasette:
-        yield datasette
-
 
 PAGES = (
     "/-/pi-memory",

@@ -7,8 +7,7 @@ import html
 import re
 
 import pytest
-import pytest_asyncio
-from support.plugin_world import ROOT, api_path, make_datasette, running
+from support.plugin_world import ROOT, api_path
 
 from pimem_index.search import request
 
@@ -22,12 +21,6 @@ def page_error(page: str) -> str:
     found = re.search(r'<p class="pi-memory-error">(.*?)</p>', page, re.S)
     assert found, page[:500]
     return html.unescape(found.group(1))
-
-
-@pytest_asyncio.fixture
-async def ds(locations, world):
-    async with running(make_datasette(locations)) as datasette:
-        yield datasette
 
 
 @pytest.mark.asyncio

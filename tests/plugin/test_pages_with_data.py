@@ -7,16 +7,9 @@ from __future__ import annotations
 import os
 
 import pytest
-import pytest_asyncio
-from support.plugin_world import ROOT, make_datasette, running
+from support.plugin_world import ROOT, make_datasette
 
 from pimem_index.index.indexer import index_all
-
-
-@pytest_asyncio.fixture
-async def ds(locations, world):
-    async with running(make_datasette(locations)) as datasette:
-        yield datasette
 
 
 @pytest.mark.asyncio

@@ -8,18 +8,11 @@ import json
 import sqlite3
 
 import pytest
-import pytest_asyncio
-from support.plugin_world import HERON, ROOT, make_datasette, running
+from support.plugin_world import HERON, ROOT, make_datasette
 
 from pimem_index.index.indexer import index_all
 
 CANARY = "CANARY-7f3e9b-outside-the-journal-folders"
-
-
-@pytest_asyncio.fixture
-async def ds(locations, world):
-    async with running(make_datasette(locations)) as datasette:
-        yield datasette
 
 
 @pytest.mark.asyncio

@@ -26,13 +26,6 @@ from datasette_pi_memory.state import ACTION
 from pimem_index.cli import cli
 from pimem_index.index.indexer import index_all
 
-
-@pytest_asyncio.fixture
-async def ds(locations, world):
-    async with running(make_datasette(locations)) as datasette:
-        yield datasette
-
-
 # ---- the render hook's links ------------------------------------------------------------------
 
 

@@ -5,7 +5,6 @@ no HTTP route forgets or collects.
 from __future__ import annotations
 
 import pytest
-import pytest_asyncio
 from datasette.tokens import TokenRestrictions
 from datasette_test import Datasette
 from support.plugin_world import ROOT, api_path, bearer, make_datasette, running
@@ -13,12 +12,6 @@ from support.plugin_world import ROOT, api_path, bearer, make_datasette, running
 from datasette_pi_memory.state import ACTION, AGENT_ID
 
 API = ("search", "read", "summaries", "status")
-
-
-@pytest_asyncio.fixture
-async def ds(locations, world):
-    async with running(make_datasette(locations)) as datasette:
-        yield datasette
 
 
 @pytest.mark.asyncio
