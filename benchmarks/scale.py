@@ -91,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     corpus = args.corpus.resolve()
     size = sum(p.stat().st_size for p in corpus.rglob("*.jsonl"))
-    with tempfile.TemporaryDirectory(prefix="pimem-scale-", dir=ROOT / "benchmarks" / "out") as tmp:
+    out = ROOT / "benchmarks" / "out"
+    out.mkdir(parents=True, exist_ok=True)  # absent in a fresh clone
+    with tempfile.TemporaryDirectory(prefix="pimem-scale-", dir=out) as tmp:
         work = Path(tmp)
         bench = run.Bench(argparse.Namespace(work=str(work), rounds=3, verify_corpus=False))
         bench.corpus = corpus
