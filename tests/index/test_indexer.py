@@ -375,13 +375,16 @@ def test_two_indexers_at_once_lose_and_duplicate_nothing(tmp_path, locations, ne
 
 
 def index_in_background(db_path, locations):
-    """Start `pimem index` in a child process; return it and a connection, once it has written rows."""
+    """Start `pimem index` in a child process; once it has written rows, hold the write lock so
+    the pass cannot finish before the caller signals it. The caller rolls back to let it go on."""
     store.open_index(db_path).close()
     proc = start_pimem(["index"], db_path)
     watcher = store.open_index(db_path)
     deadline = time.time() + 120
     while time.time() < deadline and watcher.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 0:
         time.sleep(0.01)
+    watcher.execute("BEGIN IMMEDIATE")
+    assert proc.poll() is None, "the pass ended before the test held it: make the corpus larger"
     return proc, watcher
 
 
@@ -391,6 +394,7 @@ def test_indexer_killed_mid_pass_then_rerun_equals_clean_run(tmp_path, locations
     proc, watcher = index_in_background(db_path, locations)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    watcher.execute("ROLLBACK")
     partial = watcher.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
     assert 0 < partial < 20 * 200 * 3, "the kill should land mid-pass"
     watcher.close()
@@ -562,6 +566,7 @@ def test_ctrl_c_mid_pass_keeps_what_was_indexed_and_says_so(tmp_path, locations,
     make_corpus(new_journal, sessions=20, turns=200)
     proc, watcher = index_in_background(tmp_path / "interrupted.sqlite", locations)
     proc.send_signal(signal.SIGINT)
+    watcher.execute("ROLLBACK")
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert b"Interrupted" in err and b"Traceback" not in err
