@@ -75,15 +75,17 @@ def _outcome_of_call(conn, locations: Locations, row: EntryRow) -> dict:
 
 # The assistant entries before a tool result where its call is looked for first (through tool_calls_entry):
 # a call comes shortly before its result. Only past them is every call scanned (no index on result_rowid).
+# A journal's entries get rowids in the order of its lines, so "before" is a walk back from the result's
+# rowid on entries_file (file_id, rowid): a few rows read, not every entry of a long journal sorted.
 CALL_LOOKBACK = 16
 
 
 def _call_of_result(conn, locations: Locations, row: EntryRow) -> dict:
     columns = "entry_rowid, call_id, tool FROM tool_calls"
     found = conn.execute(
-        f"SELECT {columns} WHERE entry_rowid IN (SELECT rowid FROM entries WHERE file_id = ? AND offset < ? "
-        "AND kind = 'assistant' ORDER BY offset DESC LIMIT ?) AND result_rowid = ? ORDER BY rowid LIMIT 1",
-        (row.file_id, row.offset, CALL_LOOKBACK, row.rowid),
+        f"SELECT {columns} WHERE entry_rowid IN (SELECT rowid FROM entries WHERE file_id = ? AND rowid < ? "
+        "AND kind = 'assistant' ORDER BY rowid DESC LIMIT ?) AND result_rowid = ? ORDER BY rowid LIMIT 1",
+        (row.file_id, row.rowid, CALL_LOOKBACK, row.rowid),
     ).fetchone()
     if found is None:
         found = conn.execute(f"SELECT {columns} WHERE result_rowid = ? ORDER BY rowid LIMIT 1", (row.rowid,)).fetchone()
