@@ -542,7 +542,7 @@ def _insert_calls(conn: db.Connection, first: int, file_id: int, session_id: str
     # Positions, not names: a batch from a parsing process carries plain tuples (parsing.Batch.__getstate__).
     calls: list[list] = []
     sid = store.session_key(session_id)
-    waiting: dict[str, list] = {}
+    waiting: dict[bytes | str, list] = {}
     for row, call_id, tool, path in batch.calls:
         calls.append([first + row, sid, call_id or None, None if tool == "" else tool, path or None, None, None])
         if call_id:
