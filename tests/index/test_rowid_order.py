@@ -22,4 +22,4 @@ def test_a_journals_entries_get_rowids_in_the_order_they_are_written_across_pass
     ).fetchall()
     offsets = [offset for _rowid, offset in rows]
     assert len(rows) == 6 and offsets == sorted(offsets)
-    assert not any(later < earlier for earlier, later in zip(offsets, offsets[1:]))
+    assert not any(later < earlier for earlier, later in zip(offsets, offsets[1:], strict=False))
