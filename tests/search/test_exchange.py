@@ -9,12 +9,10 @@ import pytest
 from click.testing import CliRunner
 from support.real_pi_index import indexed_corpus
 
-from pimem_index import store
 from pimem_index.cli import cli
 from pimem_index.errors import UserError
 from pimem_index.index.indexer import index_all
 from pimem_index.search import exchange, query
-from pimem_index.search.reread import select_entries
 
 
 @pytest.fixture
@@ -199,37 +197,12 @@ def test_a_results_call_is_found_however_many_assistant_turns_came_between(conn,
     assert quick["call"] == "bash: make quick-heron-check" and quick["call"] != slow["call"]
 
 
-def _call_lookup_steps(conn, locations, result_id: str) -> tuple[dict, int]:
-    """A result's call keys (exchange.call_keys) and the SQLite instructions spent finding them (in tens)."""
-    [row] = select_entries(conn, "e.eid = ?", [store.id_key(result_id)])
-    steps = 0
-
-    def count() -> int:
-        nonlocal steps
-        steps += 1
-        return 0
-
-    conn.set_progress_handler(count, 10)
-    try:
-        keys = exchange.call_keys(conn, locations, row)
-    finally:
-        conn.set_progress_handler(None, 0)
-    return keys, steps
-
-
-def test_a_results_call_is_found_without_reading_the_journals_earlier_entries(conn, locations, new_journal):
-    short = new_journal()
-    long = new_journal("Apps/other")
-    for j, turns in ((short, 40), (long, 1500)):  # its result's call is looked for among the turns just before it
-        for n in range(turns):
-            j.user(f"note {n}")
-            j.assistant(f"noted {n}")
-    ids = {}
-    for name, j in (("short", short), ("long", long)):
-        j.assistant(tool_calls=[("bash", {"command": f"make {name}-osprey"})])
-        ids[name] = j.tool_result("bash", f"{name} osprey built", call_id=j.call_ids[0])
-    index_all(conn, locations)
-    short_keys, short_steps = _call_lookup_steps(conn, locations, ids["short"])
-    long_keys, long_steps = _call_lookup_steps(conn, locations, ids["long"])
-    assert short_keys == {"call": "bash: make short-osprey"} and long_keys == {"call": "bash: make long-osprey"}
-    assert long_steps < 1.5 * short_steps, (short_steps, long_steps)  # not every earlier entry read and sorted
+@pytest.mark.parametrize("sql", ["ASSISTANTS_BEFORE", "ENTRIES_BEFORE", "ENTRIES_FROM", "FILE_ENTRIES"])
+def test_a_journals_entries_are_read_in_written_order_through_entries_file_without_a_sort(world, sql):
+    """A result's call and the entries around an entry are looked up per request: the index must give a
+    journal's entries in order (rowid: the order they are written), not sort all of the journal's rows."""
+    statement = getattr(exchange, sql)
+    params = [1] * statement.count("?")
+    plan = " | ".join(row[-1] for row in world.conn.execute(f"EXPLAIN QUERY PLAN {statement}", params))
+    assert "USING COVERING INDEX entries_file" in plan or "USING INDEX entries_file" in plan
+    assert "TEMP B-TREE" not in plan and "SCAN entries" not in plan
