@@ -53,6 +53,24 @@ KIND_ROLE = (
 KIND_TEXT = "CASE k " + " ".join(f"WHEN {n} THEN '{kind}'" for n, kind in enumerate(KINDS)) + " END"
 KIND_FROM_TEXT = "CASE ? " + " ".join(f"WHEN '{kind}' THEN {n}" for n, kind in enumerate(KINDS)) + " END"
 
+# Labels Pi writes from a fixed vocabulary, stored as their place in it (`label_key`: 0 and 1 take no
+# byte, the others one, where the text took 4 to 30) and read back as text through `label_text`; any
+# other label (a custom tool, a provider Pi added later) is stored as its text. Each tuple is part of
+# the schema: an index keeps the places its own version wrote, so a change to one is a schema change.
+STOP_REASONS = ("toolUse", "stop", "error", "aborted", "length")  # pi-ai's StopReason
+PROVIDERS = (  # pi-ai 0.73's KnownProvider, the two most used first
+    "anthropic", "openai", "google", "google-vertex", "amazon-bedrock", "azure-openai-responses", "openai-codex",
+    "deepseek", "github-copilot", "xai", "groq", "cerebras", "openrouter", "vercel-ai-gateway", "zai", "mistral",
+    "minimax", "minimax-cn", "moonshotai", "moonshotai-cn", "huggingface", "fireworks", "opencode", "opencode-go",
+    "kimi-coding", "cloudflare-workers-ai", "cloudflare-ai-gateway", "xiaomi", "xiaomi-token-plan-cn",
+    "xiaomi-token-plan-ams", "xiaomi-token-plan-sgp",
+)  # fmt: skip
+TOOLS = ("read", "bash", "edit", "write", "grep", "find", "ls")  # Pi's built-in tools
+# A tool call's id as tool_calls.call_key stores it: Anthropic's ids (all but a few of them) without
+# the `toolu_01` they all begin with, as a blob; any other id as its text (CALL_TEXT gives it back).
+CALL_PREFIX = "toolu_01"
+CALL_TEXT = f"CASE WHEN typeof(call_key) = 'blob' THEN '{CALL_PREFIX}' || CAST(call_key AS TEXT) ELSE call_key END"
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
@@ -109,7 +127,11 @@ CREATE TABLE IF NOT EXISTS entries (
     k INTEGER NOT NULL,
     kind TEXT GENERATED ALWAYS AS ({kind_text}) VIRTUAL,
     role TEXT GENERATED ALWAYS AS ({kind_role}) VIRTUAL,
-    tool TEXT,
+    -- The tool (a tool result's, or an assistant's calls' joined by commas), the provider and the
+    -- stop reason as stored (`label_key`): one of Pi's own as its place in store.TOOLS, PROVIDERS or
+    -- STOP_REASONS, any other as its text; `tool`, `provider` and `stop_reason` give the text back.
+    tool_key BLOB,
+    tool TEXT GENERATED ALWAYS AS ({tool_text}) VIRTUAL,
     chars INTEGER NOT NULL,
     line INTEGER NOT NULL,
     offset INTEGER NOT NULL,
@@ -117,8 +139,10 @@ CREATE TABLE IF NOT EXISTS entries (
     fingerprint INTEGER NOT NULL,
     tokens_before INTEGER,
     model TEXT,
-    provider TEXT,
-    stop_reason TEXT,
+    provider_key BLOB,
+    provider TEXT GENERATED ALWAYS AS ({provider_text}) VIRTUAL,
+    stop_key BLOB,
+    stop_reason TEXT GENERATED ALWAYS AS ({stop_text}) VIRTUAL,
     input_tokens INTEGER,
     output_tokens INTEGER,
     cache_read_tokens INTEGER,
@@ -137,14 +161,16 @@ CREATE TABLE IF NOT EXISTS tool_calls (
     entry_rowid INTEGER NOT NULL,
     sid BLOB,  -- as entries.sid: the session's id, a UUID in 16 bytes
     session_id TEXT GENERATED ALWAYS AS ({session_text}) VIRTUAL,
-    call_id TEXT,
-    tool TEXT,
+    call_key BLOB,  -- the call's id (`call_key`): Anthropic's in 22 bytes where its text took 30
+    call_id TEXT GENERATED ALWAYS AS ({call_text}) VIRTUAL,
+    tool_key BLOB,  -- as entries.tool_key
+    tool TEXT GENERATED ALWAYS AS ({tool_text}) VIRTUAL,
     path TEXT,
     result_rowid INTEGER,
     is_error INTEGER
 );
 -- The calls still waiting for their result, by call id: what pairs a result indexed later.
-CREATE INDEX IF NOT EXISTS tool_calls_pending ON tool_calls(call_id) WHERE result_rowid IS NULL;
+CREATE INDEX IF NOT EXISTS tool_calls_pending ON tool_calls(call_key) WHERE result_rowid IS NULL;
 CREATE VIEW IF NOT EXISTS sessions AS
 SELECT
     files.session_id,
@@ -291,6 +317,31 @@ def session_key(session_id: str | None) -> bytes | str | None:
     if session_id is not None and _UUID.fullmatch(session_id):
         return bytes.fromhex(session_id.replace("-", ""))
     return session_id
+
+
+def label_text(column: str, vocabulary: tuple[str, ...]) -> str:
+    """SQL for a label stored by `label_key` in `column` as its text."""
+    places = " ".join(f"WHEN {n} THEN '{label}'" for n, label in enumerate(vocabulary))
+    return f"CASE {column} {places} ELSE {column} END"
+
+
+def label_keys(vocabulary: tuple[str, ...]) -> dict[str, int]:
+    """Each label of a vocabulary (STOP_REASONS, PROVIDERS, TOOLS) with its place: what `label_key` stores."""
+    return {label: n for n, label in enumerate(vocabulary)}
+
+
+def label_key(label: str, keys: dict[str, int]) -> int | str:
+    """A label as entries and tool_calls store it: its place in the vocabulary of `keys` (`label_keys`),
+    else the text itself ("" stays "": the writer stores it as NULL)."""
+    return keys.get(label, label)
+
+
+def call_key(call_id: str) -> bytes | str:
+    """A tool call's id as tool_calls.call_key stores it: an Anthropic id without its `toolu_01` as a
+    blob, any other id as it is (CALL_TEXT gives the text back)."""
+    if call_id.startswith(CALL_PREFIX) and len(call_id) > len(CALL_PREFIX) and call_id.isascii():
+        return call_id[len(CALL_PREFIX) :].encode("ascii")
+    return call_id
 
 
 def ts_text(ms: int) -> str:
@@ -448,6 +499,10 @@ def _statements(script: str) -> list[str]:
         ("{session_text}", SESSION_TEXT),
         ("{id_text}", key_text("eid")),
         ("{parent_id_text}", key_text("parent_eid")),
+        ("{tool_text}", label_text("tool_key", TOOLS)),
+        ("{provider_text}", label_text("provider_key", PROVIDERS)),
+        ("{stop_text}", label_text("stop_key", STOP_REASONS)),
+        ("{call_text}", CALL_TEXT),
     ):
         script = script.replace(name, sql)
     return [s.strip() for s in script.split(";\n") if s.strip()]

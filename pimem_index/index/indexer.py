@@ -442,8 +442,17 @@ def _write_batch(conn, path: str, st: os.stat_result, batch: parsing.Batch, expe
 
 
 # The entries columns a batch's values go to, in EntryValues' order: its ids are stored as eid and
-# parent_eid, its timestamp as ts, its kind as k (entries.id, parent_id, timestamp and kind are computed).
-STORED = {"id": "eid", "parent_id": "parent_eid", "timestamp": "ts", "kind": "k"}
+# parent_eid, its timestamp as ts, its kind as k, its labels by their keys (entries.id, parent_id,
+# timestamp, kind, tool, provider and stop_reason are computed).
+STORED = {
+    "id": "eid",
+    "parent_id": "parent_eid",
+    "timestamp": "ts",
+    "kind": "k",
+    "tool": "tool_key",
+    "provider": "provider_key",
+    "stop_reason": "stop_key",
+}
 INSERT_COLUMNS = (
     "rowid",
     "file_id",
@@ -457,11 +466,11 @@ NULLABLE = {
     "parent_eid": "NULLIF(?, '')",
     "ts": store.TS_FROM_TEXT.replace("?", "NULLIF(?, '')"),
     "k": store.KIND_FROM_TEXT,
-    "tool": "NULLIF(?, '')",
+    "tool_key": "NULLIF(?, '')",
     "tokens_before": f"NULLIF(?, {parsing.NO_INT})",
     "model": "NULLIF(?, '')",
-    "provider": "NULLIF(?, '')",
-    "stop_reason": "NULLIF(?, '')",
+    "provider_key": "NULLIF(?, '')",
+    "stop_key": "NULLIF(?, '')",
     "input_tokens": f"NULLIF(?, {parsing.NO_INT})",
     "output_tokens": f"NULLIF(?, {parsing.NO_INT})",
     "cache_read_tokens": f"NULLIF(?, {parsing.NO_INT})",
@@ -533,9 +542,9 @@ def _insert_calls(conn: db.Connection, first: int, file_id: int, session_id: str
     # Positions, not names: a batch from a parsing process carries plain tuples (parsing.Batch.__getstate__).
     calls: list[list] = []
     sid = store.session_key(session_id)
-    waiting: dict[str, list] = {}
+    waiting: dict[bytes | str, list] = {}
     for row, call_id, tool, path in batch.calls:
-        calls.append([first + row, sid, call_id or None, tool or None, path or None, None, None])
+        calls.append([first + row, sid, call_id or None, None if tool == "" else tool, path or None, None, None])
         if call_id:
             waiting.setdefault(call_id, calls[-1])
     earlier: list[tuple] = []
@@ -548,14 +557,14 @@ def _insert_calls(conn: db.Connection, first: int, file_id: int, session_id: str
             paired[5], paired[6] = first + row, is_error
     if calls:
         conn.executemany(
-            "INSERT INTO tool_calls (entry_rowid, sid, call_id, tool, path, result_rowid, is_error) "
+            "INSERT INTO tool_calls (entry_rowid, sid, call_key, tool_key, path, result_rowid, is_error) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             calls,
         )
     if earlier:
         conn.executemany(
             "UPDATE tool_calls SET result_rowid = ?, is_error = ? WHERE rowid = (SELECT c.rowid FROM tool_calls c "
-            "JOIN entries e ON e.rowid = c.entry_rowid WHERE c.call_id = ? AND c.result_rowid IS NULL "
+            "JOIN entries e ON e.rowid = c.entry_rowid WHERE c.call_key = ? AND c.result_rowid IS NULL "
             "AND e.file_id = ? ORDER BY c.rowid LIMIT 1)",
             earlier,
         )

@@ -75,7 +75,7 @@ class EntryValues(NamedTuple):
     parent_id: bytes | str
     timestamp: str  # stored as entries.ts (epoch milliseconds)
     kind: str  # the role follows from it (entries.role is computed)
-    tool: str
+    tool: int | str  # stored as entries.tool_key (store.label_key), as are provider and stop_reason
     chars: int
     line: int
     offset: int
@@ -83,8 +83,8 @@ class EntryValues(NamedTuple):
     fingerprint: int
     tokens_before: int
     model: str
-    provider: str
-    stop_reason: str
+    provider: int | str
+    stop_reason: int | str
     input_tokens: int
     output_tokens: int
     cache_read_tokens: int
@@ -97,20 +97,21 @@ class EntryValues(NamedTuple):
 
 class CallValues(NamedTuple):
     """One tool call as a batch carries it: the index of its assistant entry among the batch's rows,
-    its call id, and its tool and file argument redacted ("" when missing)."""
+    its call id as tool_calls stores it (store.call_key), and its tool (store.label_key) and file
+    argument redacted ("" when missing)."""
 
     row: int
-    call_id: str
-    tool: str
+    call_id: bytes | str
+    tool: int | str
     path: str
 
 
 class ResultValues(NamedTuple):
     """One tool result's pairing as a batch carries it: its index among the batch's rows, the call
-    id it answers and its outcome (0/1, NO_INT when unreadable)."""
+    id it answers (store.call_key) and its outcome (0/1, NO_INT when unreadable)."""
 
     row: int
-    call_id: str
+    call_id: bytes | str
     is_error: int
 
 
@@ -421,7 +422,7 @@ def _take_line(batch: Batch, line: bytes, offset: int, lineno: int, state: _Line
                     store.id_key(item.parent_id) if item.parent_id else "",
                     item.timestamp or "",
                     item.kind,
-                    redacted_field(item.tool),
+                    _tool_key(item.tool),
                     len(text),
                     lineno,
                     offset,
@@ -531,25 +532,44 @@ _NO_LABELS = ("", "", "")
 
 
 @functools.lru_cache(maxsize=4096)
-def _redacted_labels(model: str | None, provider: str | None, stop_reason: str | None) -> tuple[str, str, str]:
-    """`redacted_field` of an assistant's model, provider and stop reason, asked once per triple
-    (a handful of triples come on every assistant line)."""
-    return redacted_field(model), redacted_field(provider), redacted_field(stop_reason)
+def _redacted_labels(
+    model: str | None, provider: str | None, stop_reason: str | None
+) -> tuple[str, int | str, int | str]:
+    """`redacted_field` of an assistant's model, provider and stop reason, the last two as stored
+    (store.label_key), asked once per triple (a handful of triples come on every assistant line)."""
+    return (
+        redacted_field(model),
+        store.label_key(redacted_field(provider), _PROVIDER_KEYS),
+        store.label_key(redacted_field(stop_reason), _STOP_KEYS),
+    )
+
+
+_PROVIDER_KEYS = store.label_keys(store.PROVIDERS)
+_STOP_KEYS = store.label_keys(store.STOP_REASONS)
+_TOOL_KEYS = store.label_keys(store.TOOLS)
+
+
+@functools.lru_cache(maxsize=4096)
+def _tool_key(tool: str | None) -> int | str:
+    """An entry's tool redacted, as entries.tool_key stores it (store.label_key)."""
+    return store.label_key(redacted_field(tool), _TOOL_KEYS)
 
 
 def _take_calls(batch: Batch, usage: journal.Usage) -> None:
     """The tool calls of the entry about to be added (its row index), and the call it answers."""
     row = len(batch.rows)
     for call in usage.calls:
-        batch.calls.append(CallValues(row, call.call_id or "", *_redacted_call(call.tool, call.path)))
+        batch.calls.append(CallValues(row, store.call_key(call.call_id or ""), *_redacted_call(call.tool, call.path)))
     if usage.call_id:
-        batch.results.append(ResultValues(row, usage.call_id, NO_INT if usage.is_error is None else usage.is_error))
+        outcome = NO_INT if usage.is_error is None else usage.is_error
+        batch.results.append(ResultValues(row, store.call_key(usage.call_id), outcome))
 
 
 @functools.lru_cache(maxsize=4096)
-def _redacted_call(tool: str | None, path: str | None) -> tuple[str, str]:
-    """`redacted_field` of a tool call's tool and file argument, asked once per pair."""
-    return redacted_field(tool), redacted_field(path)
+def _redacted_call(tool: str | None, path: str | None) -> tuple[int | str, str]:
+    """`redacted_field` of a tool call's tool (as tool_calls.tool_key stores it) and file argument,
+    asked once per pair."""
+    return store.label_key(redacted_field(tool), _TOOL_KEYS), redacted_field(path)
 
 
 def redacted_field(value: str | None) -> str:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import sqlite_utils
+from support.passes import threaded_or_bulk
 
 from pimem_index import db, journal, store
 from pimem_index.index import indexer
@@ -153,3 +155,62 @@ def test_a_journals_entries_are_found_through_an_index_of_their_file_alone(world
     file_id = index.execute("SELECT id FROM files WHERE path = ?", [str(world["a"].path)]).fetchone()[0]
     offsets = [r[3] for r in index.execute(exchange.FILE_ENTRIES, [file_id]).fetchall()]
     assert offsets == sorted(offsets) and len(offsets) == len(world["ids"])
+
+
+@pytest.mark.parametrize("bulk", [False, True], ids=["threaded", "bulk"])
+def test_pis_own_tools_providers_and_stop_reasons_are_stored_as_their_place_and_read_as_their_text(
+    conn, locations, new_journal, bulk
+):
+    j = new_journal("Apps/labels")
+    ours = j.assistant("looking", tool_calls=[("bash", {"command": "ls"}), ("read", {"path": "a.py"})])
+    j.tool_result("bash", "a.py", call_id=j.call_ids[0])
+    j.tool_result("read", "print(1)", call_id=j.call_ids[1])
+    theirs = j.assistant("deploying", tool_calls=[("deploy", {"path": "prod"})], provider="scripted", stop="paused")
+    j.tool_result("deploy", "done", call_id=j.call_ids[0])
+    indexer.index_all(conn, locations, settings=threaded_or_bulk(bulk))
+    columns = "tool, typeof(tool_key), provider, typeof(provider_key), stop_reason, typeof(stop_key)"
+    rows = {r[0]: r[1:] for r in conn.execute(f"SELECT id, {columns} FROM entries WHERE kind = 'assistant'")}
+    assert rows[ours] == ("bash,read", "text", "anthropic", "integer", "toolUse", "integer")
+    assert rows[theirs] == ("deploy", "text", "scripted", "text", "paused", "text")
+    results = conn.execute("SELECT tool, typeof(tool_key) FROM entries WHERE kind = 'tool_result' ORDER BY rowid")
+    assert results.fetchall() == [("bash", "integer"), ("read", "integer"), ("deploy", "text")]
+    calls = conn.execute("SELECT tool, typeof(tool_key) FROM tool_calls ORDER BY rowid").fetchall()
+    assert calls == [("bash", "integer"), ("read", "integer"), ("deploy", "text")]
+    assert conn.execute("SELECT count(*) FROM entries WHERE tool = 'read' OR provider = 'scripted'").fetchone() == (2,)
+    stored = {r[1] for r in conn.execute("PRAGMA table_info(entries)")}  # the stored columns only
+    assert {"tool_key", "provider_key", "stop_key"} <= stored and not {"tool", "provider", "stop_reason"} & stored
+
+
+def test_a_label_is_stored_as_its_place_only_when_it_is_pis_own():
+    for vocabulary in (store.TOOLS, store.PROVIDERS, store.STOP_REASONS):
+        keys = store.label_keys(vocabulary)
+        conn = db.connect(":memory:")
+        conn.execute(
+            f"CREATE TABLE t (key BLOB, label TEXT GENERATED ALWAYS AS ({store.label_text('key', vocabulary)}))"
+        )
+        labels = [*vocabulary, "0", "1", "custom_tool", "Read"]
+        conn.executemany("INSERT INTO t (key) VALUES (?)", [(store.label_key(v, keys),) for v in labels])
+        assert [r[0] for r in conn.execute("SELECT label FROM t ORDER BY rowid")] == labels
+        places = [r[0] for r in conn.execute("SELECT key FROM t ORDER BY rowid")]
+        assert places[: len(vocabulary)] == list(range(len(vocabulary)))
+        assert places[len(vocabulary) :] == ["0", "1", "custom_tool", "Read"]
+
+
+@pytest.mark.parametrize("bulk", [False, True], ids=["threaded", "bulk"])
+def test_an_anthropic_call_id_is_stored_without_its_prefix_and_read_and_paired_as_its_text(
+    conn, locations, new_journal, bulk
+):
+    anthropic, other = "toolu_01XFDUDYJgAACzvnptvVer6u", "call_0002"
+    j = new_journal("Apps/calls")
+    j.assistant("two calls", tool_calls=[("bash", {"command": "ls"}, anthropic), ("read", {"path": "b"}, other)])
+    j.tool_result("bash", "b", call_id=anthropic)
+    indexer.index_all(conn, locations, settings=threaded_or_bulk(bulk))
+    j.tool_result("read", "text of b", call_id=other, is_error=True)  # paired in a later pass: by the stored key
+    indexer.index_all(conn, locations)
+    rows = conn.execute(
+        "SELECT c.call_id, typeof(c.call_key), length(c.call_key), e.kind, c.is_error FROM tool_calls c "
+        "JOIN entries e ON e.rowid = c.result_rowid ORDER BY c.rowid"
+    ).fetchall()
+    assert rows == [(anthropic, "blob", 22, "tool_result", 0), (other, "text", 9, "tool_result", 1)]
+    assert conn.execute("SELECT count(*) FROM tool_calls WHERE call_id = ?", (anthropic,)).fetchone() == (1,)
+    assert "call_id" not in {r[1] for r in conn.execute("PRAGMA table_info(tool_calls)")}
