@@ -8,6 +8,7 @@ reindexing (`queue_reindex`); the backfill lease and progress are beside it (`le
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -56,7 +57,7 @@ KIND_FROM_TEXT = "CASE ? " + " ".join(f"WHEN '{kind}' THEN {n}" for n, kind in e
 # Labels Pi writes from a fixed vocabulary, stored as their place in it (`label_key`: 0 and 1 take no
 # byte, the others one, where the text took 4 to 30) and read back as text through `label_text`; any
 # other label (a custom tool, a provider Pi added later) is stored as its text. Each tuple is part of
-# the schema: an index keeps the places its own version wrote, so a change to one is a schema change.
+# the schema's statements: an index made with other places is rebuilt (`schema_digest`), never misread.
 STOP_REASONS = ("toolUse", "stop", "error", "aborted", "length")  # pi-ai's StopReason
 PROVIDERS = (  # pi-ai 0.73's KnownProvider, the two most used first
     "anthropic", "openai", "google", "google-vertex", "amazon-bedrock", "azure-openai-responses", "openai-codex",
@@ -362,7 +363,7 @@ def open_index(path: str | Path, memo: IndexMemo | None = None) -> db.Connection
     make_private_file(path)
     conn = db.connect(str(path), memo=memo)
     version = schema_version(conn)
-    if version == SCHEMA_VERSION:
+    if version == SCHEMA_VERSION and get_meta(conn, SCHEMA_DIGEST_KEY) == schema_digest():
         return conn  # opening a current index writes nothing, so it never waits for a writer
     if version is not None:
         foreign = not _has_meta(conn)
@@ -459,9 +460,24 @@ def ensure_schema(conn: db.Connection) -> None:
             "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
             (str(SCHEMA_VERSION),),
         )
+        conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (SCHEMA_DIGEST_KEY, schema_digest()))
         # FTS5 flushes its in-memory term buffer to a new segment when it outgrows this;
         # 16 MB instead of 1 MB makes bulk inserts about a quarter faster (stored in the index).
         conn.execute("INSERT INTO entries_fts (entries_fts, rank) VALUES ('hashsize', ?)", (FTS_HASHSIZE,))
+
+
+# In meta: the digest of the schema the index was created with (`schema_digest`).
+SCHEMA_DIGEST_KEY = "schema_digest"
+
+
+@functools.cache
+def schema_digest() -> str:
+    """A digest of the schema's statements without their comments, vocabularies included: an index
+    created under the same SCHEMA_VERSION with other statements (an unreleased version's, or other
+    label places) is rebuilt like one of another version rather than misread or written wrongly."""
+    statements = [*_statements(SCHEMA), *ENTRY_INDEXES.values()]
+    text = "\n".join(re.sub(r"--[^\n]*", "", statement) for statement in statements)
+    return hashlib.blake2b(" ".join(text.split()).encode(), digest_size=8).hexdigest()
 
 
 def missing_entry_indexes(conn: db.Connection) -> list[str]:
