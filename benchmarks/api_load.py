@@ -1,13 +1,14 @@
 """The API under load: N concurrent agent clients against this tree and a baseline, interleaved.
 
-    python -m benchmarks.api_load [--before /work/base-c4ed829] [--corpus DIR] [--clients 20]
-                                  [--seconds 6] [--rounds 4] [--extra 20MB] [--profile] [--no-docs]
+    python -m benchmarks.api_load [--before /work/base-905b5e5 --before /work/base-c4ed829] [--corpus DIR]
+                                  [--clients 20] [--seconds 6] [--rounds 4] [--extra 20MB] [--profile] [--no-docs]
 
-Each tree (this one, and BEFORE: a checkout with its own `.venv`) gets its own copy of a cold index
+Each tree (this one, and each BEFORE: a checkout with its own `.venv`; by default 905b5e5, main when
+issue 28 was filed, and c4ed829, the release it compares against) gets its own copy of a cold index
 of CORPUS (built once with that tree's `pimem index`, kept under --work), its own agent folder,
 secret and `pimem token`, and its own `pimem serve` on 127.0.0.1 over CORPUS plus an empty folder
-of its own for the background pass. Both servers run throughout; the load goes to one at a time,
-the order alternating round by round, so both see the same machine.
+of its own for the background pass. Every server runs throughout; the load goes to one at a time,
+the order rotating round by round, so all see the same machine. Ratios are this tree's against each.
 
 The load: N clients (asyncio, one keep-alive connection each) repeat the agent's mix as the Pi
 tool sends it (memory_context.ts: `scope=project`, `cwd`, `journal` = a journal of that project,
@@ -52,7 +53,8 @@ ROOT = HERE.parent
 
 DOCS_START = "<!-- api load: written by benchmarks/api_load.py -->"
 DOCS_END = "<!-- end of api load -->"
-DEFAULT_BEFORE = Path("/work/base-c4ed829")
+DEFAULT_BEFORE = (Path("/work/base-905b5e5"), Path("/work/base-c4ed829"))
+THIS = "this"
 DEFAULT_CORPUS = Path("/work/corpus/500MB-s1")
 SEARCH_LIMIT = 10  # as memory_context.ts asks
 EXCERPT_CHARS = 90
@@ -365,18 +367,18 @@ def summary(phases: list[dict]) -> dict:
 
 
 def markdown(result: dict) -> str:
-    b, n = result["labels"]
+    labels = result["labels"]
     lines = [
         f"`python -m benchmarks.api_load` ({result['clients']} clients, {result['rounds']} interleaved rounds of "
         f"{result['seconds']} s, corpus {result['corpus']} ({result['corpus_mb']} MB), {result['when']}, "
-        f"load before {result['load']}): this tree against {result['before']}.",
+        f"load before {result['load']}): this tree ({result['this']}) against {', '.join(result['before'])}.",
         "",
         "| phase | install | req/s (total; per round) | p50 ms | p95 ms | p95 ms: search, read, around | "
         "server CPU ms/request | statuses |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for phase, title in (("idle", "idle"), ("indexing", f"while {result['extra']} more is indexed")):
-        for label in (b, n):
+        for label in labels:
             s = result[phase][label]
             passes = f" (passes of {', '.join(str(x) for x in s['seconds_rounds'])} s)" if phase == "indexing" else ""
             rounds = ", ".join(str(x) for x in s["rps_rounds"])
@@ -387,12 +389,13 @@ def markdown(result: dict) -> str:
             )
     lines += [
         "",
-        "| phase | req/s ratio (target >= 1.5) | p95 ratio (target <= 0.5) | CPU/request ratio |",
-        "|---|---|---|---|",
+        "| this tree against | phase | req/s ratio (target >= 1.5) | p95 ratio (target <= 0.5) | CPU/request ratio |",
+        "|---|---|---|---|---|",
     ]
-    for phase in ("idle", "indexing"):
-        r = result["ratios"][phase]
-        lines.append(f"| {phase} | {r['rps']} | {r['p95']} | {r['cpu']} |")
+    for label in labels:
+        for phase in ("idle", "indexing") if label != THIS else ():
+            r = result["ratios"][label][phase]
+            lines.append(f"| {label} | {phase} | {r['rps']} | {r['p95']} | {r['cpu']} |")
     return "\n".join(lines)
 
 
@@ -440,7 +443,12 @@ def profile(t: Tree, corpus: Path, paths: list[str], clients: int, seconds: floa
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--before", type=Path, default=DEFAULT_BEFORE, help="the baseline checkout (with its .venv)")
+    ap.add_argument(
+        "--before",
+        type=Path,
+        action="append",
+        help="a baseline checkout (with its .venv); repeat for several (default: 905b5e5 and c4ed829)",
+    )
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--clients", type=int, default=20)
     ap.add_argument("--seconds", type=float, default=6.0, help="length of each idle phase")
@@ -455,11 +463,10 @@ def main(argv: list[str] | None = None) -> int:
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     corpus = args.corpus.resolve()
-    labels = ("before", "this")
-    trees = {
-        "before": prepare(args.before, "before", work, corpus, args.reindex),
-        "this": prepare(ROOT, "this", work, corpus, args.reindex),
-    }
+    befores = {baseline_label(tree): tree for tree in (args.before or DEFAULT_BEFORE)}
+    labels = (*befores, THIS)
+    trees = {label: prepare(tree, label, work, corpus, args.reindex) for label, tree in befores.items()}
+    trees[THIS] = prepare(ROOT, THIS, work, corpus, args.reindex)
     load_before = os.getloadavg()
     extra_size = corpus_mod.parse_size(args.extra)
     extras = [] if args.no_indexing else [extra_corpus(work, extra_size, 100 + r) for r in range(args.rounds)]
@@ -470,18 +477,18 @@ def main(argv: list[str] | None = None) -> int:
         for t in trees.values():
             took = wait_indexed(t, journals_of(corpus))
             print(f"[{t.label}] serving on {t.port} ({took:.1f} s to ready)", flush=True)
-        paths = plan(corpus, trees["this"])
+        paths = plan(corpus, trees[THIS])
         (work / "plan.json").write_text(json.dumps(paths, indent=0))
         print(f"{len(paths)} requests in the mix (listed in {work / 'plan.json'}); {args.clients} clients", flush=True)
         for t in trees.values():  # warm-up: both servers have answered every request once
             load(t, paths, args.clients, 2)
         for r in range(args.rounds):
-            order = labels if r % 2 == 0 else labels[::-1]
+            order = labels[r % len(labels) :] + labels[: r % len(labels)]  # each takes the load first in turn
             for label in order:
                 phase = load(trees[label], paths, args.clients, args.seconds)
                 phases["idle"][label].append(phase)
                 print(
-                    f"round {r + 1} idle {label:6}: {phase['rps']:7} req/s  p50 {phase['p50_ms']:7} ms  "
+                    f"round {r + 1} idle {label:8}: {phase['rps']:7} req/s  p50 {phase['p50_ms']:7} ms  "
                     f"p95 {phase['p95_ms']:7} ms  cpu {phase['cpu_ms_per_request']} ms/req  {phase['statuses']}",
                     flush=True,
                 )
@@ -490,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
                     phase = load_while_indexing(trees[label], paths, args.clients, extras[r], f"round{r + 1}")
                     phases["indexing"][label].append(phase)
                     print(
-                        f"round {r + 1} indexing {label:6}: {phase['rps']:7} req/s  p50 {phase['p50_ms']:7} ms  "
+                        f"round {r + 1} indexing {label:8}: {phase['rps']:7} req/s  p50 {phase['p50_ms']:7} ms  "
                         f"p95 {phase['p95_ms']:7} ms  cpu {phase['cpu_ms_per_request']} ms/req  "
                         f"{phase['statuses']} ({phase['seconds']} s)",
                         flush=True,
@@ -505,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
         "corpus": corpus.name,
         "corpus_mb": round(sum(p.stat().st_size for p in corpus.rglob("*.jsonl")) / run.MB),
         "extra": args.extra,
-        "before": f"{args.before} ({git_head(args.before)})",
+        "before": [f"{tree} ({git_head(tree)})" for tree in befores.values()],
         "this": git_head(ROOT),
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "load": [round(x, 1) for x in load_before],
@@ -514,14 +521,23 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("idle", "indexing"):
         if all(phases[name][k] for k in labels):
             result[name] = {k: summary(phases[name][k]) for k in labels}
-            result.setdefault("ratios", {})[name] = ratios(result[name]["before"], result[name]["this"])
+            for label in befores:
+                result.setdefault("ratios", {}).setdefault(label, {})[name] = ratios(
+                    result[name][label], result[name][THIS]
+                )
     print(json.dumps(result))
     if args.profile:
-        profile(trees["this"], corpus, paths, args.clients, args.seconds, work)
+        profile(trees[THIS], corpus, paths, args.clients, args.seconds, work)
     if not args.no_docs and "indexing" in result:
         if not docs_figures.replace_between(DOCS_START, DOCS_END, markdown(result)):
             print(f"docs/performance.md has no markers {DOCS_START!r}: figures not written")
     return 0
+
+
+def baseline_label(tree: Path) -> str:
+    """A baseline's name in the figures: its commit (its folder's name when it is not a checkout)."""
+    head = git_head(tree)
+    return head if head != "?" else tree.name
 
 
 def git_head(tree: Path) -> str:

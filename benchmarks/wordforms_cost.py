@@ -43,11 +43,25 @@ def figures(times: list[float]) -> dict:
     return {"n": len(times), "p50": run.ms(run.pct(times, 0.5)), "p95": run.ms(run.pct(times, 0.95))}
 
 
-def report(title: str, before: list[float], after: list[float]) -> dict:
+def report(
+    title: str, before: list[float], after: list[float], hits: tuple[list[int], list[int]] | None = None
+) -> dict:
+    """p50 and p95 of each side and their ratio (after / before); `hits`: each side's results per query."""
     b, a = figures(before), figures(after)
     ratio = {k: round(a[k] / b[k], 2) for k in ("p50", "p95") if b[k]}
-    print(f"{title}: before p50 {b['p50']} ms p95 {b['p95']} ms; after p50 {a['p50']} ms p95 {a['p95']} ms; {ratio}")
-    return {"before": b, "after": a, "ratio": ratio}
+    out = {"before": b, "after": a, "ratio": ratio}
+    said = ""
+    if hits is not None:
+        out["hits"] = {"before": mean_hits(hits[0]), "after": mean_hits(hits[1])}
+        said = f"; hits per query {out['hits']['before']} / {out['hits']['after']}"
+    print(
+        f"{title}: before p50 {b['p50']} ms p95 {b['p95']} ms; after p50 {a['p50']} ms p95 {a['p95']} ms; {ratio}{said}"
+    )
+    return out
+
+
+def mean_hits(counts: list[int]) -> float | None:
+    return round(sum(counts) / len(counts), 1) if counts else None
 
 
 def in_process(bench: run.Bench, db: Path, corpus: Path, rounds: int, cold: bool) -> dict:
@@ -57,18 +71,24 @@ def in_process(bench: run.Bench, db: Path, corpus: Path, rounds: int, cold: bool
     loc = locations.resolve(db=str(db), sessions_dirs=[str(corpus)])
     shipped = wordforms.MAX_FORMS
     times: dict[str, dict[str, list[float]]] = {}
+    hits: dict[str, dict[str, list[int]]] = {}
 
     def timed(q: dict, forms: int) -> float:
         wordforms.MAX_FORMS = forms
         if cold:
             wordforms.forget_kept(conn)
         t = time.process_time()
-        query.search(conn, loc, q["q"] or None, scope="project", cwd=q["cwd"], limit=10, home=HOME)
-        return time.process_time() - t
+        reply = query.search(conn, loc, q["q"] or None, scope="project", cwd=q["cwd"], limit=10, home=HOME)
+        spent = time.process_time() - t
+        hits.setdefault(q["group"], {"before": [], "after": []})["after" if forms else "before"].append(
+            len(reply["results"])
+        )
+        return spent
 
     qs = bench.queries() + rare_forms(conn)
     for q in qs:  # warm-up, both ways
         timed(q, 0), timed(q, shipped)
+    hits.clear()
     for r in range(rounds):
         for i, q in enumerate(qs):
             order = (0, shipped) if (i + r) % 2 else (shipped, 0)
@@ -79,16 +99,18 @@ def in_process(bench: run.Bench, db: Path, corpus: Path, rounds: int, cold: bool
     out = {
         "all": report(
             "search" + (" (nothing kept)" if cold else ""),
-            *[[t for g in times.values() for t in g[k]] for k in ("before", "after")],
+            [t for g in times.values() for t in g["before"]],
+            [t for g in times.values() for t in g["after"]],
         )
     }
     for name, g in times.items():
-        out[name] = report(f"  {name}", g["before"], g["after"])
+        out[name] = report(f"  {name}", g["before"], g["after"], (hits[name]["before"], hits[name]["after"]))
     if "rare_form" in times:  # the rare word with its forms against its common form as written
         out["rare_vs_common"] = report(
             "  rare_form with forms vs its common form without",
             times["common_form"]["before"],
             times["rare_form"]["after"],
+            (hits["common_form"]["before"], hits["rare_form"]["after"]),
         )
     conn.close()
     return out
@@ -222,6 +244,91 @@ def api(bench: run.Bench, db: Path, before_tree: Path, rounds: int) -> dict:
             log.close()
 
 
+# `pimem serve` of this code with word forms at a given MAX_FORMS (0: every word as written, the exact search).
+SERVE_WITH_FORMS = """
+import sys
+from pimem_index.search import wordforms
+wordforms.MAX_FORMS = int(sys.argv[1])
+from pimem_index.cli import cli
+cli(args=sys.argv[2:], prog_name="pimem")
+"""
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds of a process, all its threads, to the nanosecond (Linux's clock of another process)."""
+    return time.clock_gettime(((~pid) << 3) | 2)
+
+
+def api_forms(bench: run.Bench, db: Path, rounds: int) -> dict:
+    """The rare words whose other form is common (`rare_forms`) through the HTTP API: two `pimem serve` of
+    this code on the same index, one searching as written only (MAX_FORMS 0: the exact search, "before")
+    and one with word forms as shipped ("after"); each request goes to both in turn (which goes first
+    alternates), timed as the server's CPU (all its threads) and as wall time; hits counted from the replies."""
+    conn = store.open_index(str(db))
+    qs = [q for q in rare_forms(conn) if q["group"] == "rare_form"]
+    conn.close()
+    servers = {}
+    tokens: dict[str, str | None] = {}
+    try:
+        for name, forms in (("before", 0), ("after", wordforms.MAX_FORMS)):
+            # One agent folder each: a folder has one `pimem serve`, and its secret signs that server's tokens.
+            env = run.child_env(bench.work / f"agent-wordforms-{name}")
+            Path(env["PI_CODING_AGENT_DIR"]).mkdir(parents=True, exist_ok=True)
+            tokens[name] = subprocess.run(
+                [run.PY, "-m", "pimem_index", "token", "--db", str(db), "--sessions-dir", str(bench.corpus)],
+                env=env,
+                capture_output=True,
+                text=True,
+                cwd=str(ROOT),
+                check=True,
+                timeout=60,
+            ).stdout.split()[-1]
+            port = run.free_port()
+            log = open(bench.work / f"wordforms-api-{name}.log", "wb")
+            cmd = [run.PY, "-c", SERVE_WITH_FORMS, str(forms), "serve", "--db", str(db)]
+            cmd += ["--sessions-dir", str(bench.corpus), "--port", str(port), "--host", "127.0.0.1"]
+            proc = subprocess.Popen(
+                cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(ROOT), start_new_session=True
+            )
+            servers[name] = (proc, log, port)
+            if not bench.wait_ready(port, tokens[name], proc):
+                raise SystemExit(f"pimem serve ({name}) did not answer: see {bench.work}/wordforms-api-{name}.log")
+        conns = {n: http.client.HTTPConnection("127.0.0.1", s[2], timeout=60) for n, s in servers.items()}
+        for name, link in conns.items():
+            bench.wait_indexed(link, tokens[name], timeout=600)
+        cpu: dict[str, list[float]] = {"before": [], "after": []}
+        wall: dict[str, list[float]] = {"before": [], "after": []}
+        hits: dict[str, list[int]] = {"before": [], "after": []}
+
+        def timed(name: str, q: dict) -> tuple[float, float, int]:
+            pid = servers[name][0].pid
+            c0, t0 = process_cpu(pid), time.perf_counter()
+            status, body = bench.http_get(conns[name], bench.api_path(q), tokens[name])
+            t1, c1 = time.perf_counter(), process_cpu(pid)
+            if status != 200:
+                raise SystemExit(f"API search {q['q']!r} ({name}): HTTP {status} {body[:200]!r}")
+            return c1 - c0, t1 - t0, len(json.loads(body)["results"])
+
+        for q in qs:  # warm-up: each word's forms and counts kept, as for a word asked before
+            timed("before", q), timed("after", q)
+        for r in range(rounds):
+            for i, q in enumerate(qs):
+                for name in ("before", "after") if (i + r) % 2 else ("after", "before"):
+                    spent, took, found = timed(name, q)
+                    cpu[name].append(spent)
+                    wall[name].append(took)
+                    hits[name].append(found)
+        print("API, a rare word whose other form is common: as written only (before) and with word forms (after)")
+        return {
+            "cpu": report("  server CPU per request", cpu["before"], cpu["after"], (hits["before"], hits["after"])),
+            "wall": report("  wall time per request", wall["before"], wall["after"], (hits["before"], hits["after"])),
+        }
+    finally:
+        for proc, log, _port in servers.values():
+            bench.stop(proc)
+            log.close()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("db")
@@ -231,6 +338,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--work", default=None)
     ap.add_argument("--no-docs", action="store_true", help="do not write the figures into docs/performance.md")
+    ap.add_argument("--no-api", action="store_true", help="skip the rare words' API comparison (two servers)")
     args = ap.parse_args()
     bench = run.Bench(argparse.Namespace(work=args.work, rounds=args.rounds))
     bench.corpus = Path(args.corpus).resolve()
@@ -244,6 +352,8 @@ def main() -> int:
     if args.against:
         result["against"] = against(bench, Path(args.db), bench.corpus, Path(args.against).resolve(), args.rounds)
         result["against"]["tree"] = git_describe(Path(args.against))
+    if not args.no_api:
+        result["api_forms"] = api_forms(bench, Path(args.db), args.rounds)
     if args.before:
         result["api"] = api(bench, Path(args.db), Path(args.before).resolve(), args.rounds)
     print(json.dumps(result))
@@ -254,6 +364,14 @@ def main() -> int:
 
 DOCS_START = "<!-- word-form cost: written by benchmarks/wordforms_cost.py -->"
 DOCS_END = "<!-- end of word-form cost -->"
+# Issue 28's figure: the same rare words (a word 1-5 entries hold whose other form many hold) searched as
+# written only (the exact search) and with word forms; target: at most 1.5x.
+HEADLINE: tuple[tuple[str, str, str], ...] = (
+    ("in_process", "rare_form", "in process, CPU per search"),
+    ("in_process_nothing_kept", "rare_form", "in process, CPU per search, nothing kept (a word never asked before)"),
+    ("api_forms", "cpu", "HTTP API, the server's CPU per request"),
+    ("api_forms", "wall", "HTTP API, wall time per request"),
+)
 ROWS: tuple[tuple[str, str | None, str], ...] = (
     ("in_process", "needle", "search, rare words (needles)"),
     ("in_process", "common", "search, common words"),
@@ -262,7 +380,7 @@ ROWS: tuple[tuple[str, str | None, str], ...] = (
     ("in_process_nothing_kept", "needle", "search, nothing kept: rare words"),
     ("in_process_nothing_kept", "common", "search, nothing kept: common words"),
     ("in_process_nothing_kept", "rare_form", "search, nothing kept: a rare word whose other form is common"),
-    ("api", None, "HTTP API search, against the code before word forms"),
+    ("api", None, "HTTP API search, wall time, against the code before word forms (`--before`)"),
 )
 AGAINST_ROWS: tuple[tuple[str, str], ...] = (
     ("needle", "rare words (needles)"),
@@ -277,24 +395,45 @@ def git_describe(tree: Path) -> str:
     return out.stdout.strip() or str(tree)
 
 
+def _row(title: str, found: dict) -> str:
+    b, a, r = found["before"], found["after"], found["ratio"]
+    hits = found.get("hits")
+    said = f" {hits['before']} / {hits['after']} |" if hits else " - |"
+    return (
+        f"| {title} | {b['p50']} / {b['p95']} ms | {a['p50']} / {a['p95']} ms | "
+        f"{r.get('p50', '-')} / {r.get('p95', '-')} |{said}"
+    )
+
+
 def docs_table(result: dict, rounds: int) -> str:
-    """The comparison as docs/performance.md shows it: p50 / p95 without and with word forms, and the ratios."""
+    """The comparison as docs/performance.md shows it: issue 28's rare words as written and with word
+    forms first, then every query group without and with word forms; p50 / p95, ratios and hits."""
     lines = [
         f"`benchmarks/wordforms_cost.py`, {rounds} rounds interleaved, load at the end "
-        f"{[round(x, 2) for x in os.getloadavg()]}:",
+        f"{[round(x, 2) for x in os.getloadavg()]}.",
         "",
-        "| measured (CPU, in process) | without forms p50 / p95 | with forms p50 / p95 | ratio p50 / p95 |",
-        "|---|---|---|---|",
+        "A rare word whose other form is common, searched as written only (the exact search) and with word forms:",
+        "",
+        "| measured | as written p50 / p95 | with word forms p50 / p95 | ratio p50 / p95 | hits (written / forms) |",
+        "|---|---|---|---|---|",
+    ]
+    for part, name, title in HEADLINE:
+        found = result.get(part, {}).get(name)
+        if found:
+            lines.append(_row(title, found))
+    lines += [
+        "",
+        "Every query group, without and with word forms (CPU in process unless said):",
+        "",
+        "| measured | without forms p50 / p95 | with forms p50 / p95 | ratio p50 / p95 | hits (without / with) |",
+        "|---|---|---|---|---|",
     ]
     for part, group, title in ROWS:
         found = result.get(part, {})
-        found = found.get(group) if group else found
+        if group:
+            found = found.get(group)
         if found:
-            b, a, r = found["before"], found["after"], found["ratio"]
-            lines.append(
-                f"| {title} | {b['p50']} / {b['p95']} ms | {a['p50']} / {a['p95']} ms | "
-                f"{r.get('p50', '-')} / {r.get('p95', '-')} |"
-            )
+            lines.append(_row(title, found))
     found = result.get("against")
     if found:
         lines += [

@@ -76,17 +76,26 @@ def _outcome_of_call(conn, locations: Locations, row: EntryRow) -> dict:
 # The assistant entries before a tool result where its call is looked for first (through tool_calls_entry):
 # a call comes shortly before its result. Only past them is every call scanned (no index on result_rowid).
 CALL_LOOKBACK = 16
+# A journal's entries are read in rowid order, which is the order they are written in it: the writer gives a
+# journal's new rows rowids past every rowid in the index, line by line (index.indexer._insert_rows). So
+# entries_file (file_id, and so rowid) gives them in order with no sort of the journal's rows.
+_CALL_COLUMNS = "entry_rowid, call_id, tool FROM tool_calls"
+# The `k` assistant entries of a journal before an entry (file_id, rowid, k), nearest first.
+ASSISTANTS_BEFORE = (
+    "SELECT rowid FROM entries WHERE file_id = ? AND rowid < ? AND kind = 'assistant' ORDER BY rowid DESC LIMIT ?"
+)
+# The call of a tool result (file_id, rowid, CALL_LOOKBACK, rowid) among the assistant entries before it.
+CALL_BEFORE = (
+    f"SELECT {_CALL_COLUMNS} WHERE entry_rowid IN ({ASSISTANTS_BEFORE}) AND result_rowid = ? ORDER BY rowid LIMIT 1"
+)
 
 
 def _call_of_result(conn, locations: Locations, row: EntryRow) -> dict:
-    columns = "entry_rowid, call_id, tool FROM tool_calls"
-    found = conn.execute(
-        f"SELECT {columns} WHERE entry_rowid IN (SELECT rowid FROM entries WHERE file_id = ? AND offset < ? "
-        "AND kind = 'assistant' ORDER BY offset DESC LIMIT ?) AND result_rowid = ? ORDER BY rowid LIMIT 1",
-        (row.file_id, row.offset, CALL_LOOKBACK, row.rowid),
-    ).fetchone()
+    found = conn.execute(CALL_BEFORE, (row.file_id, row.rowid, CALL_LOOKBACK, row.rowid)).fetchone()
     if found is None:
-        found = conn.execute(f"SELECT {columns} WHERE result_rowid = ? ORDER BY rowid LIMIT 1", (row.rowid,)).fetchone()
+        found = conn.execute(
+            f"SELECT {_CALL_COLUMNS} WHERE result_rowid = ? ORDER BY rowid LIMIT 1", (row.rowid,)
+        ).fetchone()
     if found is None:
         return {}
     calls = select_entries(conn, "e.rowid = ?", [found[0]])
@@ -117,8 +126,12 @@ def _one_line(text: str) -> str:
 # ---- the entries around an entry ---------------------------------------------------------------
 
 
-# A journal's entries in the order they are written in it (through entries_file).
-FILE_ENTRIES = "SELECT rowid, id, parent_id, offset, length FROM entries WHERE file_id = ? ORDER BY offset"
+# A journal's entries in the order they are written in it (through entries_file: rowid order, see CALL_BEFORE).
+_REF_COLUMNS = "rowid, id, parent_id, offset, length"
+FILE_ENTRIES = f"SELECT {_REF_COLUMNS} FROM entries WHERE file_id = ? ORDER BY rowid"
+# The `k` entries of a journal before an entry (file_id, rowid, k), nearest first, and from it on.
+ENTRIES_BEFORE = f"SELECT {_REF_COLUMNS} FROM entries WHERE file_id = ? AND rowid < ? ORDER BY rowid DESC LIMIT ?"
+ENTRIES_FROM = f"SELECT {_REF_COLUMNS} FROM entries WHERE file_id = ? AND rowid >= ? ORDER BY rowid LIMIT ?"
 
 
 def around(conn: db.Connection, locations: Locations, row: EntryRow, n: int) -> list[dict]:
@@ -164,15 +177,8 @@ WINDOW_ENTRIES = 32
 def _window_tree(conn, locations: Locations, row: EntryRow, n: int) -> _Tree:
     """The tree of the entries within a window around `row` in its journal, and the nodes between them."""
     k = WINDOW_ENTRIES + 4 * n
-    columns = "rowid, id, parent_id, offset, length"
-    earlier = conn.execute(
-        f"SELECT {columns} FROM entries WHERE file_id = ? AND offset < ? ORDER BY offset DESC LIMIT ?",
-        (row.file_id, row.offset, k + 1),
-    ).fetchall()
-    later = conn.execute(
-        f"SELECT {columns} FROM entries WHERE file_id = ? AND offset >= ? ORDER BY offset LIMIT ?",
-        (row.file_id, row.offset, k + 1),
-    ).fetchall()
+    earlier = conn.execute(ENTRIES_BEFORE, (row.file_id, row.rowid, k + 1)).fetchall()
+    later = conn.execute(ENTRIES_FROM, (row.file_id, row.rowid, k + 1)).fetchall()
     reaches_start, reaches_end = len(earlier) <= k, len(later) <= k
     refs = [*reversed(earlier[:k]), *later[:k]]
     return _tree(conn, locations, row.file_id, refs, reaches_start, reaches_end)

@@ -12,7 +12,7 @@ from support.real_pi_index import indexed_corpus
 from pimem_index.cli import cli
 from pimem_index.errors import UserError
 from pimem_index.index.indexer import index_all
-from pimem_index.search import query
+from pimem_index.search import exchange, query
 
 
 @pytest.fixture
@@ -195,3 +195,14 @@ def test_a_results_call_is_found_however_many_assistant_turns_came_between(conn,
     [quick] = [h for e, h in hits.items() if "quickly" in e]
     assert slow["call"] == "bash: make slow-heron-build"
     assert quick["call"] == "bash: make quick-heron-check" and quick["call"] != slow["call"]
+
+
+@pytest.mark.parametrize("sql", ["ASSISTANTS_BEFORE", "ENTRIES_BEFORE", "ENTRIES_FROM", "FILE_ENTRIES"])
+def test_a_journals_entries_are_read_in_written_order_through_entries_file_without_a_sort(world, sql):
+    """A result's call and the entries around an entry are looked up per request: the index must give a
+    journal's entries in order (rowid: the order they are written), not sort all of the journal's rows."""
+    statement = getattr(exchange, sql)
+    params = [1] * statement.count("?")
+    plan = " | ".join(row[-1] for row in world.conn.execute(f"EXPLAIN QUERY PLAN {statement}", params))
+    assert "USING COVERING INDEX entries_file" in plan or "USING INDEX entries_file" in plan
+    assert "TEMP B-TREE" not in plan and "SCAN entries" not in plan
