@@ -71,8 +71,8 @@ class EntryValues(NamedTuple):
     """One entry as a batch carries it to the writer: its INSERT's values after rowid, file_id and
     session_id (indexer.INSERT_COLUMNS), a missing text as "" and a missing integer as NO_INT."""
 
-    id: bytes | str  # stored as entries.eid (store.id_key), the parent's as parent_eid
-    parent_id: bytes | str
+    id: bytearray | str  # stored as entries.eid (store.id_key), the parent's as parent_eid
+    parent_id: bytearray | str
     timestamp: str  # stored as entries.ts (epoch milliseconds)
     kind: str  # the role follows from it (entries.role is computed)
     tool: int | str  # stored as entries.tool_key (store.label_key), as are provider and stop_reason
