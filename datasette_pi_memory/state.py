@@ -31,7 +31,10 @@ ACTION = "pi-memory-read"
 ACTION_ABBR = "pmr"
 AGENT_ID = "pi-agent"
 DEFAULT_DATABASE = "history"
-WORKER_THREADS = 4
+# Threads that answer the API. Its Python work holds one GIL, so past two (SQLite and the journal reads run
+# beside it) more threads only hand the GIL back and forth: under 20 clients on 2 cores, 4 threads answered
+# 0.8x the requests of 2 at 1.2x the CPU each (benchmarks/api_load.py). A query stops at query.QUERY_SECONDS.
+WORKER_THREADS = 2
 # Threads that build and render session pages, apart from the API's: a slow page never delays a search.
 PAGE_THREADS = 2
 

@@ -423,6 +423,8 @@ def tool_call_text(name: str, arguments) -> str:
 def _labelled_call_text(name: str, arguments, at: int, labels: list[int]) -> str:
     """`tool_call_text`, starting at `at` in an entry's text, adding to `labels` where each argument's
     `key: ` and each `"key":` of an object in a value sit: the structure, not the call's content."""
+    if type(arguments) is dict and not (name == EDIT_TOOL and "edits" in arguments):
+        return _labelled_pairs(name, arguments, at, labels)
     lines = [name]
     pos = at + len(name) + 1
     given = arguments if isinstance(arguments, dict) else {}
@@ -441,6 +443,27 @@ def _labelled_call_text(name: str, arguments, at: int, labels: list[int]) -> str
                 labels += found
         lines.append(line)
         pos += len(line) + 1
+    return "\n".join(lines)
+
+
+def _labelled_pairs(name: str, arguments: dict, at: int, labels: list[int]) -> str:
+    """`_labelled_call_text` of arguments that are an object without an edit's replacements (most
+    calls): each pair as `argument_lines` shows it, written in one walk of the object."""
+    lines = [name]
+    pos = at + len(name) + 1
+    for key, value in arguments.items():
+        value_at = pos + len(key) + 2
+        labels += (pos, value_at)
+        if type(value) is str:
+            shown = value
+        else:
+            shown = _json_text(value)
+            if isinstance(value, (dict, list)):  # an object's keys are labels too, when shown as its JSON
+                found: list[int] = []
+                if _labelled_json(value, value_at, found) == shown:
+                    labels += found
+        lines.append(f"{key}: {shown}")
+        pos = value_at + len(shown) + 1
     return "\n".join(lines)
 
 

@@ -8,6 +8,7 @@ reindexing (`queue_reindex`); the backfill lease and progress are beside it (`le
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -56,7 +57,7 @@ KIND_FROM_TEXT = "CASE ? " + " ".join(f"WHEN '{kind}' THEN {n}" for n, kind in e
 # Labels Pi writes from a fixed vocabulary, stored as their place in it (`label_key`: 0 and 1 take no
 # byte, the others one, where the text took 4 to 30) and read back as text through `label_text`; any
 # other label (a custom tool, a provider Pi added later) is stored as its text. Each tuple is part of
-# the schema: an index keeps the places its own version wrote, so a change to one is a schema change.
+# the schema's statements: an index made with other places is rebuilt (`schema_digest`), never misread.
 STOP_REASONS = ("toolUse", "stop", "error", "aborted", "length")  # pi-ai's StopReason
 PROVIDERS = (  # pi-ai 0.73's KnownProvider, the two most used first
     "anthropic", "openai", "google", "google-vertex", "amazon-bedrock", "azure-openai-responses", "openai-codex",
@@ -305,17 +306,23 @@ def key_text(column: str) -> str:
     return f"CASE WHEN typeof({column}) = 'blob' THEN lower(hex({column})) ELSE {column} END"
 
 
-def id_key(entry_id: str) -> bytes | str:
+# The stored keys' bytes are made bytearrays, not bytes: pysqlite3 binds a bytearray (as it binds an
+# int or a str) in about 0.1 us, but a bytes value (as it does None) only after looking for an adapter,
+# about 0.9 us; with three of them in every entry's row that was 0.3 s of a cold index's writer on the
+# 500 MB benchmark corpus (benchmarks/writer_cpu.py). SQLite stores either as the same blob.
+
+
+def id_key(entry_id: str) -> bytearray | str:
     """An entry id as entries.eid (and a parent's as parent_eid) stores it: Pi's 8 lowercase hex digits
     as their 4 bytes, any other id (`L12`, a redacted id) as it is (`key_text` gives the text back)."""
-    return bytes.fromhex(entry_id) if len(entry_id) == 8 and _ID.fullmatch(entry_id) else entry_id
+    return bytearray.fromhex(entry_id) if len(entry_id) == 8 and _ID.fullmatch(entry_id) else entry_id
 
 
-def session_key(session_id: str | None) -> bytes | str | None:
+def session_key(session_id: str | None) -> bytearray | str | None:
     """A session id as entries.sid and tool_calls.sid store it: a lowercase UUID's 16 bytes, any other id
     as it is (SESSION_TEXT gives the text back either way)."""
     if session_id is not None and _UUID.fullmatch(session_id):
-        return bytes.fromhex(session_id.replace("-", ""))
+        return bytearray.fromhex(session_id.replace("-", ""))
     return session_id
 
 
@@ -338,10 +345,16 @@ def label_key(label: str, keys: dict[str, int]) -> int | str:
 
 def call_key(call_id: str) -> bytes | str:
     """A tool call's id as tool_calls.call_key stores it: an Anthropic id without its `toolu_01` as a
-    blob, any other id as it is (CALL_TEXT gives the text back)."""
+    blob, any other id as it is (CALL_TEXT gives the text back). Bytes, so the writer can pair calls
+    by it in a dict; it binds them as a bytearray (`bindable`)."""
     if call_id.startswith(CALL_PREFIX) and len(call_id) > len(CALL_PREFIX) and call_id.isascii():
         return call_id[len(CALL_PREFIX) :].encode("ascii")
     return call_id
+
+
+def bindable(key: bytes | bytearray | str) -> bytearray | str:
+    """A stored key as the writer binds it: bytes as a bytearray (bound 8x faster, the same blob)."""
+    return bytearray(key) if isinstance(key, bytes) else key
 
 
 def ts_text(ms: int) -> str:
@@ -362,7 +375,7 @@ def open_index(path: str | Path, memo: IndexMemo | None = None) -> db.Connection
     make_private_file(path)
     conn = db.connect(str(path), memo=memo)
     version = schema_version(conn)
-    if version == SCHEMA_VERSION:
+    if version == SCHEMA_VERSION and get_meta(conn, SCHEMA_DIGEST_KEY) == schema_digest():
         return conn  # opening a current index writes nothing, so it never waits for a writer
     if version is not None:
         foreign = not _has_meta(conn)
@@ -459,9 +472,24 @@ def ensure_schema(conn: db.Connection) -> None:
             "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
             (str(SCHEMA_VERSION),),
         )
+        conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (SCHEMA_DIGEST_KEY, schema_digest()))
         # FTS5 flushes its in-memory term buffer to a new segment when it outgrows this;
         # 16 MB instead of 1 MB makes bulk inserts about a quarter faster (stored in the index).
         conn.execute("INSERT INTO entries_fts (entries_fts, rank) VALUES ('hashsize', ?)", (FTS_HASHSIZE,))
+
+
+# In meta: the digest of the schema the index was created with (`schema_digest`).
+SCHEMA_DIGEST_KEY = "schema_digest"
+
+
+@functools.cache
+def schema_digest() -> str:
+    """A digest of the schema's statements without their comments, vocabularies included: an index
+    created under the same SCHEMA_VERSION with other statements (an unreleased version's, or other
+    label places) is rebuilt like one of another version rather than misread or written wrongly."""
+    statements = [*_statements(SCHEMA), *ENTRY_INDEXES.values()]
+    text = "\n".join(re.sub(r"--[^\n]*", "", statement) for statement in statements)
+    return hashlib.blake2b(" ".join(text.split()).encode(), digest_size=8).hexdigest()
 
 
 def missing_entry_indexes(conn: db.Connection) -> list[str]:

@@ -510,7 +510,7 @@ def _insert_rows(
     executemany, which is cheaper with nobody to hand the GIL to (7.9 s against 9.0 s for a
     cold index of the 514 MB benchmark corpus).
     """
-    sid = store.session_key(session_id) or ""  # NULLABLE: no None is bound
+    sid = store.session_key(session_id) or ""  # NULLABLE: no None is bound (and a bytearray, no bytes)
     if batch.parsed_apart:
         conn.executemany(
             _insert_sql("entries", INSERT_COLUMNS, 1),
@@ -540,32 +540,35 @@ def _insert_calls(conn: db.Connection, first: int, file_id: int, session_id: str
     """Insert a batch's tool calls, each paired with its result by call id: a result in the same
     batch directly, one answering a call of an earlier batch of this journal by updating that call."""
     # Positions, not names: a batch from a parsing process carries plain tuples (parsing.Batch.__getstate__).
+    # No None and no bytes are bound (each costs pysqlite3 an adapter lookup: store.bindable): "" and
+    # NO_INT stand for NULL, as in the entries' INSERT.
     calls: list[list] = []
-    sid = store.session_key(session_id)
+    sid = store.session_key(session_id) or ""
     waiting: dict[bytes | str, list] = {}
+    no_int = parsing.NO_INT
     for row, call_id, tool, path in batch.calls:
-        calls.append([first + row, sid, call_id or None, None if tool == "" else tool, path or None, None, None])
+        calls.append([first + row, sid, store.bindable(call_id), tool, path, no_int, no_int])
         if call_id:
             waiting.setdefault(call_id, calls[-1])
     earlier: list[tuple] = []
     for row, call_id, outcome in batch.results:
-        is_error = None if outcome == parsing.NO_INT else outcome
         paired = waiting.pop(call_id, None)
         if paired is None:
-            earlier.append((first + row, is_error, call_id, file_id))
+            earlier.append((first + row, outcome, store.bindable(call_id), file_id))
         else:
-            paired[5], paired[6] = first + row, is_error
+            paired[5], paired[6] = first + row, outcome
     if calls:
         conn.executemany(
             "INSERT INTO tool_calls (entry_rowid, sid, call_key, tool_key, path, result_rowid, is_error) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            f"VALUES (?, NULLIF(?, ''), NULLIF(?, ''), NULLIF(?, ''), NULLIF(?, ''), NULLIF(?, {no_int}), "
+            f"NULLIF(?, {no_int}))",
             calls,
         )
     if earlier:
         conn.executemany(
-            "UPDATE tool_calls SET result_rowid = ?, is_error = ? WHERE rowid = (SELECT c.rowid FROM tool_calls c "
-            "JOIN entries e ON e.rowid = c.entry_rowid WHERE c.call_key = ? AND c.result_rowid IS NULL "
-            "AND e.file_id = ? ORDER BY c.rowid LIMIT 1)",
+            f"UPDATE tool_calls SET result_rowid = ?, is_error = NULLIF(?, {no_int}) WHERE rowid = (SELECT c.rowid "
+            "FROM tool_calls c JOIN entries e ON e.rowid = c.entry_rowid WHERE c.call_key = ? "
+            "AND c.result_rowid IS NULL AND e.file_id = ? ORDER BY c.rowid LIMIT 1)",
             earlier,
         )
 

@@ -35,8 +35,11 @@ QUEUED_BYTES = 8 * 1024 * 1024
 FIRST_MESSAGE_BYTES = 256 * 1024
 # Parsing processes at most: two keep ahead of one writer (parsing costs about what writing does).
 MAX_PROCESSES = 2
-# Parsing processes run this much nicer than the writer.
-PARSER_NICENESS = 10
+# Parsing processes run this much nicer than the writer: enough that the writer has a core when the
+# three compete (Linux gives nice 3 about half the writer's share, so two parsers take one core
+# between them), not so much that other work starves them while the writer waits for them. At 10
+# (a tenth of a share each) two busy loops beside a pass left the parsers a few percent of a core.
+PARSER_NICENESS = 3
 # Garbage collection thresholds while items stream from parsers to the writer (`collecting_rarely`).
 RARE_GC_THRESHOLD = (100_000, 50, 100)
 
@@ -350,7 +353,7 @@ def _yield_to_the_writer() -> None:
     """In a parsing process: run at a lower priority and collect garbage rarely.
 
     Two parsers and the writer share two cores; at equal priority the writer got two thirds
-    of one while both parsers ran, and waited for its own work.
+    of one while both parsers ran, and waited for its own work (PARSER_NICENESS says how much nicer).
     """
     nice = getattr(os, "nice", None)
     if nice is not None:

@@ -289,6 +289,25 @@ def test_second_header_line_is_tolerated(conn, locations, new_journal):
     assert report.entries_added == 1 and report.malformed == 0
 
 
+def test_an_index_of_this_version_made_by_other_statements_is_rebuilt_and_one_made_by_these_kept(
+    tmp_path, locations, new_journal
+):
+    path = tmp_path / "earlier.sqlite"
+    conn = store.open_index(path)
+    new_journal().user("indexed under this version's statements")
+    index_all(conn, locations)
+    conn.close()
+    conn = store.open_index(path)
+    assert entry_count(conn) == 1  # the same statements: kept as it is
+    conn.execute("UPDATE meta SET value = 'another' WHERE key = ?", (store.SCHEMA_DIGEST_KEY,))
+    conn.close()
+    conn = store.open_index(path)  # schema 7 with other statements (an earlier build's tool column)
+    assert store.schema_version(conn) == store.SCHEMA_VERSION and entry_count(conn) == 0
+    assert store.get_meta(conn, store.SCHEMA_DIGEST_KEY) == store.schema_digest()
+    index_all(conn, locations)
+    assert entry_count(conn) == 1
+
+
 def test_other_schema_version_is_rebuilt_not_misread(tmp_path, locations, new_journal):
     path = tmp_path / "old.sqlite"
     conn = store.open_index(path)

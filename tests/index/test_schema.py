@@ -214,3 +214,19 @@ def test_an_anthropic_call_id_is_stored_without_its_prefix_and_read_and_paired_a
     assert rows == [(anthropic, "blob", 22, "tool_result", 0), (other, "text", 9, "tool_result", 1)]
     assert conn.execute("SELECT count(*) FROM tool_calls WHERE call_id = ?", (anthropic,)).fetchone() == (1,)
     assert "call_id" not in {r[1] for r in conn.execute("PRAGMA table_info(tool_calls)")}
+
+
+def test_a_plain_sqlite_reads_every_column_of_the_tables_and_the_view_as_pimem_does(world, locations):
+    """The system's own SQLite (Python's sqlite3 module, no pimem function, possibly older): the generated
+    columns use only built-in SQL, so `sqlite3 history.sqlite` reads what pimem reads."""
+    import sqlite3 as plain
+
+    ours = sqlite_utils.Database(str(locations.db_path))
+    theirs = plain.connect(f"file:{locations.db_path}?mode=ro", uri=True)
+    for name in ("files", "entries", "tool_calls", "sessions"):
+        expected = [tuple(r.values()) for r in ours.query(f"SELECT * FROM [{name}] ORDER BY 1, 2")]
+        read = theirs.execute(f"SELECT * FROM [{name}] ORDER BY 1, 2").fetchall()
+        assert read and read == expected, name
+    labels = theirs.execute("SELECT DISTINCT tool, provider, stop_reason FROM entries WHERE kind = 'assistant'")
+    assert labels.fetchall() == [("bash", "anthropic", "toolUse")]
+    assert theirs.execute("SELECT count(*) FROM tool_calls WHERE call_id LIKE 'toolu_%'").fetchone() == (1,)

@@ -197,6 +197,24 @@ def test_parsing_processes_run_nicer_than_the_writer(tmp_path):
     assert os.nice(0) == writer  # the writer itself is left as it was
 
 
+def cfs_weight(nice: int) -> float:
+    """The share of a CPU Linux gives a process at this niceness, against 1024 at nice 0 (each step 1.25x)."""
+    return 1024 / 1.25 ** max(-20, min(19, nice))
+
+
+def test_parsing_processes_keep_half_the_writers_share_beside_other_work(tmp_path):
+    writer = os.nice(0)
+    if writer >= 19:
+        pytest.skip("the tests run at the lowest priority already: nothing can be nicer")
+    paths = journals(tmp_path, [10, 10])
+    items = list(workers.in_processes(niceness, paths, (), processes=2, message_bytes=1, ahead_bytes=1))
+    seen = [payload for kind, _path, payload in items if kind == "work"]
+    # Two parsers together get about the writer's one share, whatever else runs at the writer's priority.
+    assert all(cfs_weight(nice) >= cfs_weight(writer) * 0.45 for nice in seen)
+    # ... and never the writer's whole share each (it would wait for its own work).
+    assert all(cfs_weight(nice) <= cfs_weight(writer) * 0.8 for nice in seen)
+
+
 def a_batch_then_a_wait(paths: list[Path], writer_has_it) -> object:
     """A journal of two batches; the second is parsed only once the writer has the first (or 10 s)."""
     path = paths[0]
