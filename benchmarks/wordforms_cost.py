@@ -395,10 +395,17 @@ def git_describe(tree: Path) -> str:
     return out.stdout.strip() or str(tree)
 
 
-def _row(title: str, found: dict) -> str:
+def _row(title: str, found: dict, per_hit: bool = False) -> str:
+    """A table row: p50 / p95 of each side, the ratios, the hits per query, and (`per_hit`) p50 per hit."""
     b, a, r = found["before"], found["after"], found["ratio"]
     hits = found.get("hits")
     said = f" {hits['before']} / {hits['after']} |" if hits else " - |"
+    if per_hit:
+        each = [
+            round(side["p50"] / n, 2) if hits and n else "-"
+            for side, n in ((b, hits and hits["before"]), (a, hits and hits["after"]))
+        ]
+        said += f" {each[0]} / {each[1]} ms |"
     return (
         f"| {title} | {b['p50']} / {b['p95']} ms | {a['p50']} / {a['p95']} ms | "
         f"{r.get('p50', '-')} / {r.get('p95', '-')} |{said}"
@@ -414,13 +421,14 @@ def docs_table(result: dict, rounds: int) -> str:
         "",
         "A rare word whose other form is common, searched as written only (the exact search) and with word forms:",
         "",
-        "| measured | as written p50 / p95 | with word forms p50 / p95 | ratio p50 / p95 | hits (written / forms) |",
-        "|---|---|---|---|---|",
+        "| measured | as written p50 / p95 | with word forms p50 / p95 | ratio p50 / p95 | hits (written / forms) "
+        "| p50 per hit (written / forms) |",
+        "|---|---|---|---|---|---|",
     ]
     for part, name, title in HEADLINE:
         found = result.get(part, {}).get(name)
         if found:
-            lines.append(_row(title, found))
+            lines.append(_row(title, found, per_hit=True))
     lines += [
         "",
         "Every query group, without and with word forms (CPU in process unless said):",

@@ -482,11 +482,17 @@ def _ranked_forms(
         held_sql.append(sql)
         held_params.extend(values)
     score = f"({' + '.join(held_sql)}) * {BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * e.chars / ?))"
-    rows = conn.execute(
-        f"SELECT * FROM (SELECT {ENTRY_COLUMNS}, {score} AS score FROM entries_fts "
+    # The scanned entries are scored by rowid alone; only the `limit` best are read as EntryRows (their
+    # computed columns: ids as text, kinds as names), not every one scanned.
+    best = (
+        f"SELECT rowid, score FROM (SELECT e.rowid AS rowid, {score} AS score FROM entries_fts "
         "JOIN entries e ON e.rowid = entries_fts.rowid JOIN files f ON f.id = e.file_id "
         f"WHERE entries_fts MATCH ? AND {where} ORDER BY entries_fts.rowid DESC LIMIT {FORMS_SCANNED}) "
-        f"ORDER BY score DESC, rowid DESC LIMIT {int(limit)}",
+        f"ORDER BY score DESC, rowid DESC LIMIT {int(limit)}"
+    )
+    rows = conn.execute(
+        f"SELECT {ENTRY_COLUMNS}, best.score FROM ({best}) best JOIN entries e ON e.rowid = best.rowid "
+        "JOIN files f ON f.id = e.file_id ORDER BY best.score DESC, e.rowid DESC",
         [*held_params, max(average, 1.0), _in_scope(expression, scope), *params],
     )
     return [(EntryRow._make(row[:-1]), row[-1]) for row in rows]
